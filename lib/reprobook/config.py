@@ -1,0 +1,468 @@
+"""Configuration: YAML in ``configs/``, validated once, turned into frozen objects.
+
+Nothing downstream reads raw dicts. Every error names the file and the key
+path, e.g. ``configs/papers/aardvark.yaml: claims[1].checks[0].kind: ...``.
+
+The project root is found from ``REPROBOOK_ROOT`` or by walking up from the
+current directory to the first folder holding ``_config.yml`` and ``configs/``.
+Environment variables override single settings:
+
+``REPROBOOK_HOSTS``            another hosts file
+``REPROBOOK_RUNS``             another run store
+``REPROBOOK_ARTIFACT_MIRROR``  a local artifact mirror directory
+``REPROBOOK_SSH_CONFIG``       another OpenSSH client config (default ~/.ssh/config)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+from .errors import ConfigError
+
+LOCAL = "local"
+
+
+# --------------------------------------------------------------------------- loading
+
+def _key_path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+@lru_cache(maxsize=None)
+def _schema(name: str) -> dict:
+    return json.loads(resources.files("reprobook.schemas").joinpath(f"{name}.json").read_text())
+
+
+def load_yaml(path: Path, schema: str) -> dict:
+    """Read ``path`` and validate it against the named schema.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing, is not YAML, or breaks the schema; the
+        message names the file and the key path.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("file not found", file=path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        raise ConfigError(f"not valid YAML: {exc}", file=path, key=where) from exc
+    validator = jsonschema.Draft202012Validator(_schema(schema))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        err = errors[0]
+        key = _key_path(err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            key = _key_path([*err.absolute_path, extra[0]]) if extra else key
+            msg = f"unknown key (allowed here: {', '.join(sorted(err.schema.get('properties', {})))})"
+        elif err.validator == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else err.message
+            key = _key_path([*err.absolute_path, missing])
+            msg = "required key is missing"
+        else:
+            msg = err.message
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(msg + more, file=path, key=key)
+    return data
+
+
+def _frozen(mapping: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(mapping or {}))
+
+
+# --------------------------------------------------------------------------- hosts
+
+_USER_HOST_PORT = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]]+\]|[^:@\s]+)(?::(?P<port>\d+))?$")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A named host: where to SSH to and where to work there."""
+
+    name: str
+    ssh: str
+    workdir: str
+    description: str = ""
+    git_url_rewrites: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout_s: float | None = None
+    host_key_policy: str = "strict"
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.ssh == LOCAL
+
+    def target(self) -> tuple[str | None, str, int | None]:
+        """Split ``ssh`` into (user, host or alias, port)."""
+        m = _USER_HOST_PORT.match(self.ssh)
+        if not m:
+            raise ConfigError(f"cannot read SSH target {self.ssh!r}; use an alias or user@host:port", key=f"hosts.{self.name}.ssh")
+        port = int(m["port"]) if m["port"] else None
+        return m["user"], m["host"].strip("[]"), port
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    roles: Mapping[str, tuple[str, ...]]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class HostsConfig:
+    path: Path
+    hosts: Mapping[str, HostSpec]
+    clusters: Mapping[str, Cluster]
+
+    def host(self, name: str) -> HostSpec:
+        try:
+            return self.hosts[name]
+        except KeyError:
+            raise ConfigError(f"no host named {name!r} (known: {', '.join(sorted(self.hosts))})", file=self.path) from None
+
+
+def load_hosts(path: Path) -> HostsConfig:
+    data = load_yaml(path, "hosts")
+    hosts = {LOCAL: HostSpec(name=LOCAL, ssh=LOCAL, workdir=str(Path.home() / "reprobook-work"),
+                             description="this machine, without SSH")}
+    for name, h in (data.get("hosts") or {}).items():
+        spec = HostSpec(
+            name=name, ssh=h["ssh"], workdir=h["workdir"], description=h.get("description", ""),
+            git_url_rewrites=_frozen(h.get("git_url_rewrites")),
+            connect_timeout_s=h.get("connect_timeout_s"),
+            host_key_policy=h.get("host_key_policy", "strict"), env=_frozen(h.get("env")),
+        )
+        try:
+            spec.target()
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=path, key=f"hosts.{name}.ssh") from None
+        hosts[name] = spec
+    clusters = {}
+    for cname, c in (data.get("clusters") or {}).items():
+        for role, members in c["roles"].items():
+            for i, member in enumerate(members):
+                if member not in hosts:
+                    raise ConfigError(f"unknown host {member!r}", file=path, key=f"clusters.{cname}.roles.{role}[{i}]")
+        clusters[cname] = Cluster(cname, _frozen({r: tuple(m) for r, m in c["roles"].items()}), c.get("description", ""))
+    return HostsConfig(Path(path), _frozen(hosts), _frozen(clusters))
+
+
+# --------------------------------------------------------------------------- papers
+
+@dataclass(frozen=True)
+class Repository:
+    name: str
+    url: str
+    commit: str
+    checkout: str
+    submodules: Mapping[str, str] = field(default_factory=dict)
+    license: str = ""
+
+    @property
+    def slug(self) -> str:
+        """``owner/name`` for a GitHub-style URL, else the local name."""
+        m = re.search(r"github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/?$", self.url)
+        return m.group(1) if m else self.name
+
+
+@dataclass(frozen=True)
+class Requirements:
+    cores: int | None = None
+    memory_gib: float | None = None
+    disk_gib: float | None = None
+    numa_nodes: int | None = None
+    os: tuple[str, ...] = ()
+    docker: bool | None = None
+    smt: str | None = None
+    commands: tuple[str, ...] = ()
+    testbed: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: str
+    cwd: str = ""
+    expected_minutes: float = 0.0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PublishedNumber:
+    id: str
+    value: float
+    unit: str
+    source: str
+    precision: str
+    what: str = ""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def read_off_figure(self) -> bool:
+        return self.precision == "read-off-figure"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    kind: str
+    what: str
+    value: str
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    path: str
+    glob: str = "*"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    id: str
+    title: str
+    statement: str
+    refs: tuple[str, ...]
+    requires: Requirements
+    setup: tuple[Step, ...]
+    run: tuple[Step, ...]
+    parameters: Mapping[str, Parameter]
+    outputs: Mapping[str, OutputSpec]
+    reference: Mapping[str, str]
+    loader: str
+    published: tuple[PublishedNumber, ...]
+    published_note: str
+    checks: tuple[CheckSpec, ...]
+    plot: Mapping[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.paper}/{self.id}"
+
+    @property
+    def expected_minutes(self) -> float:
+        return sum(s.expected_minutes for s in self.setup + self.run)
+
+
+@dataclass(frozen=True)
+class Paper:
+    path: Path
+    id: str
+    title: str
+    venue: str
+    short: str
+    authors: str
+    guide: str
+    notes: str
+    repositories: Mapping[str, Repository]
+    machine: Requirements
+    setup: tuple[Step, ...]
+    published: Mapping[str, PublishedNumber]
+    claims: Mapping[str, Claim]
+
+    def claim(self, claim_id: str) -> Claim:
+        try:
+            return self.claims[claim_id]
+        except KeyError:
+            raise ConfigError(f"paper {self.id!r} has no claim {claim_id!r} (claims: {', '.join(self.claims)})",
+                              file=self.path) from None
+
+
+def _requirements(d: Mapping | None, base: Requirements | None = None) -> Requirements:
+    d = dict(d or {})
+    merged = dict(base.__dict__) if base else {}
+    for k, v in d.items():
+        merged[k] = tuple(v) if isinstance(v, list) else v
+    return Requirements(**merged)
+
+
+def _steps(items) -> tuple[Step, ...]:
+    return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
+                      expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""))
+                 for s in items or ())
+
+
+def load_paper(path: Path) -> Paper:
+    """Load and validate one ``configs/papers/<paper>.yaml``."""
+    path = Path(path)
+    data = load_yaml(path, "paper")
+    meta = data["paper"]
+    if meta["id"] != path.stem:
+        raise ConfigError(f"paper id {meta['id']!r} must equal the file name {path.stem!r}", file=path, key="paper.id")
+    repos = {name: Repository(name=name, url=r["url"], commit=r["commit"], checkout=r.get("checkout", name),
+                              submodules=_frozen(r.get("submodules")), license=r.get("license", ""))
+             for name, r in data["repositories"].items()}
+    published = {}
+    for i, n in enumerate(data.get("published") or ()):
+        if n["id"] in published:
+            raise ConfigError(f"duplicate published number id {n['id']!r}", file=path, key=f"published[{i}].id")
+        published[n["id"]] = PublishedNumber(id=n["id"], value=float(n["value"]), unit=n["unit"], source=n["source"],
+                                             precision=n["precision"], what=n.get("what", ""), labels=_frozen(n.get("labels")))
+    machine = _requirements(data.get("machine"))
+    setup = _steps(data.get("setup"))
+    claims = {}
+    for ci, c in enumerate(data["claims"]):
+        where = f"claims[{ci}]"
+        if c["id"] in claims:
+            raise ConfigError(f"duplicate claim id {c['id']!r}", file=path, key=f"{where}.id")
+        nums = []
+        for j, pid in enumerate(c.get("published") or ()):
+            if pid not in published:
+                raise ConfigError(f"no published number {pid!r} in this file", file=path, key=f"{where}.published[{j}]")
+            nums.append(published[pid])
+        checks = []
+        for j, ch in enumerate(c["checks"]):
+            for opt in ("min", "max", "target"):
+                ref = ch.get(opt)
+                if isinstance(ref, dict) and ref["published"] not in published:
+                    raise ConfigError(f"no published number {ref['published']!r} in this file",
+                                      file=path, key=f"{where}.checks[{j}].{opt}.published")
+            _check_options(ch, path, f"{where}.checks[{j}]")
+            opts = {k: v for k, v in ch.items() if k not in ("kind", "what", "value")}
+            checks.append(CheckSpec(kind=ch["kind"], what=ch["what"], value=ch["value"], options=_frozen(opts)))
+        for name, ref in (c.get("reference") or {}).items():
+            repo = ref.split("@", 1)[0]
+            if "/" not in repo and repo not in repos:
+                raise ConfigError(f"unknown repository {repo!r} (known: {', '.join(repos)})",
+                                  file=path, key=f"{where}.reference.{name}")
+        params = {k: Parameter(k, v["default"], v["help"]) for k, v in (c.get("parameters") or {}).items()}
+        claims[c["id"]] = Claim(
+            paper=meta["id"], id=c["id"], title=c["title"], statement=" ".join(c["statement"].split()),
+            refs=tuple(c["refs"]), requires=_requirements(c.get("requires"), machine),
+            setup=setup + _steps(c.get("setup")), run=_steps(c.get("run")), parameters=_frozen(params),
+            outputs=_frozen({k: OutputSpec(k, o["path"], o.get("glob", "*"), o.get("description", ""))
+                             for k, o in (c.get("outputs") or {}).items()}),
+            reference=_frozen(c.get("reference")), loader=c["loader"], published=tuple(nums),
+            published_note=c.get("published_note", ""), checks=tuple(checks), plot=_frozen(c.get("plot")),
+        )
+    return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
+                 authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
+                 repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
+                 claims=_frozen(claims))
+
+
+_REQUIRED_OPTIONS = {
+    "at_least": ("min",), "at_most": ("max",), "in_range": ("min", "max"),
+    "close_to": ("rel_tol",), "within_factor": ("factor",), "rank_order": ("across", "order"),
+    "grows_with": ("x",),
+}
+
+
+def _check_options(ch: Mapping, path: Path, where: str) -> None:
+    for opt in _REQUIRED_OPTIONS[ch["kind"]]:
+        if opt not in ch:
+            raise ConfigError(f"a {ch['kind']} check needs {opt!r}", file=path, key=f"{where}.{opt}")
+    if ch["kind"] in ("close_to", "within_factor"):
+        given = [k for k in ("target", "target_published", "target_rows") if k in ch]
+        if len(given) != 1:
+            raise ConfigError(f"a {ch['kind']} check needs exactly one of target, target_published, target_rows",
+                              file=path, key=where)
+
+
+# --------------------------------------------------------------------------- settings and project
+
+@dataclass(frozen=True)
+class Settings:
+    runs_dir: Path
+    artifact_mirror: Path | None
+    artifact_cache: Path
+    git_base_url: str
+    redact_hosts: bool
+    poll_interval_s: float
+    ssh_config: Path | None
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The project root: ``REPROBOOK_ROOT`` or the nearest parent with ``_config.yml`` and ``configs/``."""
+    env = os.environ.get("REPROBOOK_ROOT")
+    if env:
+        return Path(env).resolve()
+    here = Path(start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "_config.yml").is_file() and (d / "configs").is_dir():
+            return d
+    raise ConfigError(f"no reprobook project found at or above {here} (looked for _config.yml and configs/); "
+                      "run from inside the project or set REPROBOOK_ROOT")
+
+
+@dataclass(frozen=True)
+class Project:
+    """Everything configured: settings, hosts and papers, loaded once."""
+
+    root: Path
+    settings: Settings
+    hosts: HostsConfig
+    papers: Mapping[str, Paper]
+
+    def paper(self, paper_id: str) -> Paper:
+        try:
+            return self.papers[paper_id]
+        except KeyError:
+            raise ConfigError(f"no paper {paper_id!r} (papers: {', '.join(self.papers)})",
+                              file=self.root / "configs" / "papers") from None
+
+    def claim(self, key: str) -> Claim:
+        """A claim by ``paper/claim``."""
+        if "/" not in key:
+            raise ConfigError(f"name a claim as paper/claim, got {key!r}")
+        paper, claim = key.split("/", 1)
+        return self.paper(paper).claim(claim)
+
+    def all_claims(self) -> list[Claim]:
+        return [c for p in self.papers.values() for c in p.claims.values()]
+
+
+def load_project(root: Path | None = None) -> Project:
+    """Load the project's configuration, honouring the ``REPROBOOK_*`` environment variables."""
+    root = Path(root).resolve() if root else find_root()
+    cfg = root / "configs"
+    raw = load_yaml(cfg / "reprobook.yaml", "settings") if (cfg / "reprobook.yaml").exists() else {}
+
+    def path_setting(env: str, key: str, default: str | None) -> Path | None:
+        val = os.environ.get(env) or raw.get(key) or default
+        if not val:
+            return None
+        p = Path(val).expanduser()
+        return p if p.is_absolute() else (root / p)
+
+    settings = Settings(
+        runs_dir=path_setting("REPROBOOK_RUNS", "runs_dir", "runs"),
+        artifact_mirror=path_setting("REPROBOOK_ARTIFACT_MIRROR", "artifact_mirror", None),
+        artifact_cache=path_setting("REPROBOOK_ARTIFACT_CACHE", "artifact_cache", "~/.cache/reprobook/artifacts"),
+        git_base_url=os.environ.get("REPROBOOK_GIT_BASE_URL") or raw.get("git_base_url", "https://github.com/"),
+        redact_hosts=bool(raw.get("redact_hosts", False)),
+        poll_interval_s=float(raw.get("poll_interval_s", 5.0)),
+        ssh_config=path_setting("REPROBOOK_SSH_CONFIG", "", None),
+    )
+    hosts = load_hosts(path_setting("REPROBOOK_HOSTS", "", "configs/hosts.yaml"))
+    papers = {p.stem: load_paper(p) for p in sorted((cfg / "papers").glob("*.yaml"))}
+    return Project(root=root, settings=settings, hosts=hosts, papers=_frozen(papers))

@@ -1,0 +1,400 @@
+"""Hosts: where experiments run, reached over SSH (Fabric) or, for ``local``, directly.
+
+A host is opened lazily on first use and closed explicitly::
+
+    with open_host(project.hosts.host("node0"), project.settings) as host:
+        print(host.run("uname -r").stdout)
+
+Host keys are checked against ``known_hosts`` (``~/.ssh/known_hosts`` and any
+``UserKnownHostsFile`` of the host's ``~/.ssh/config`` entry). An unknown key
+is refused unless the host says ``host_key_policy: accept-new``; a changed key
+is always refused.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .config import HostSpec, Requirements, Settings
+from .errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, TestbedError)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one command did on one host."""
+
+    host: str
+    command: str
+    stdout: str
+    stderr: str
+    exited: int
+
+    @property
+    def ok(self) -> bool:
+        return self.exited == 0
+
+    def tail(self, lines: int = 20) -> str:
+        text = (self.stdout + ("\n" + self.stderr if self.stderr else "")).strip("\n")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def env_prefix(env: Mapping[str, object] | None) -> str:
+    """``export K='v';`` for each item, every value quoted for the shell."""
+    if not env:
+        return ""
+    parts = []
+    for k, v in env.items():
+        if not k.replace("_", "").isalnum() or k[0].isdigit():
+            raise ValueError(f"not a valid environment variable name: {k!r}")
+        parts.append(f"export {k}={shlex.quote(str(v))};")
+    return " ".join(parts) + " "
+
+
+# --------------------------------------------------------------------------- facts
+
+_FACTS_SCRIPT = r"""
+echo "hostname=$(hostname 2>/dev/null)"
+echo "kernel=$(uname -r)"
+echo "arch=$(uname -m)"
+echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
+echo "physical_cores=$(awk -F: '/^physical id/{p=$2} /^core id/{print p":"$2}' /proc/cpuinfo 2>/dev/null | sort -u | wc -l)"
+echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null || echo unknown)"
+echo "numa_nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
+echo "mem_kib=$(awk '/^MemTotal/{print $2}' /proc/meminfo 2>/dev/null)"
+echo "os=$( (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -s)"
+echo "docker=$(command -v docker >/dev/null 2>&1 && echo yes || echo no)"
+"""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What a host is: kernel, CPU, cores, SMT, NUMA nodes, memory, OS, Docker."""
+
+    hostname: str
+    kernel: str
+    arch: str
+    cpu_model: str
+    cpus: int
+    physical_cores: int
+    smt: str
+    numa_nodes: int
+    mem_gib: float
+    os: str
+    docker: bool
+    commands: Mapping[str, bool] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["commands"] = dict(self.commands)
+        return d
+
+    def shortfalls(self, req: Requirements) -> list[str]:
+        """Each way in which this host falls short of ``req``, in words; empty if it meets them."""
+        out = []
+        if req.cores and self.cpus < req.cores:
+            out.append(f"needs {req.cores} cores, has {self.cpus}")
+        if req.memory_gib and self.mem_gib < req.memory_gib * 0.95:
+            out.append(f"needs {req.memory_gib:g} GiB of memory, has {self.mem_gib:.1f}")
+        if req.numa_nodes and self.numa_nodes < req.numa_nodes:
+            out.append(f"needs {req.numa_nodes} NUMA nodes, has {self.numa_nodes}")
+        if req.os and not any(self.os.lower().startswith(o.lower()) for o in req.os):
+            out.append(f"needs one of {', '.join(req.os)}, runs {self.os}")
+        if req.docker and not self.docker:
+            out.append("needs Docker, which is not installed")
+        if req.smt and self.smt != "unknown" and (self.smt == "1") != (req.smt == "on"):
+            out.append(f"needs SMT {req.smt}, it is {'on' if self.smt == '1' else 'off'}")
+        for cmd, present in self.commands.items():
+            if not present:
+                out.append(f"needs the command {cmd!r} on PATH")
+        return out
+
+
+def _parse_facts(text: str, commands: tuple[str, ...]) -> HostFacts:
+    kv = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+    def num(key, default=0):
+        try:
+            return int(kv.get(key, "").strip() or default)
+        except ValueError:
+            return default
+
+    cpus = num("cpus", 1)
+    return HostFacts(
+        hostname=kv.get("hostname", ""), kernel=kv.get("kernel", ""), arch=kv.get("arch", ""),
+        cpu_model=kv.get("cpu_model", ""), cpus=cpus, physical_cores=num("physical_cores") or cpus,
+        smt=kv.get("smt", "unknown").strip(), numa_nodes=num("numa_nodes") or 1,
+        mem_gib=round(num("mem_kib") / 2**20, 2), os=kv.get("os", "").strip(), docker=kv.get("docker") == "yes",
+        commands={c: kv.get(f"cmd_{c}") == "yes" for c in commands},
+    )
+
+
+# --------------------------------------------------------------------------- hosts
+
+class Host:
+    """The interface shared by SSH hosts and the local machine."""
+
+    spec: HostSpec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def workdir(self) -> str:
+        return self.spec.workdir
+
+    def run(self, command: str, *, env: Mapping[str, object] | None = None, timeout: float | None = None,
+            check: bool = True, retries: int = 0) -> Result:
+        """Run ``command`` with bash on the host and return its `Result`.
+
+        ``env`` values are exported, quoted, before the command. With
+        ``check``, a non-zero exit raises `ExperimentError` with the exit
+        code and the tail of the output. ``retries`` reconnects and runs
+        again that many times if the connection drops (only for commands
+        that are safe to repeat).
+        """
+        full = env_prefix({**self.spec.env, **(env or {})}) + command
+        attempt = 0
+        while True:
+            try:
+                res = self._run(full, timeout)
+                break
+            except TestbedError:
+                if attempt >= retries:
+                    raise
+                attempt += 1
+                self.close()
+                time.sleep(min(2 ** attempt * 0.25, 5))
+        if check and not res.ok:
+            raise ExperimentError("command failed", command=command, exit_code=res.exited,
+                                  log_tail=res.tail(), host=self.name)
+        return res
+
+    def facts(self, commands: tuple[str, ...] = ()) -> HostFacts:
+        """Gather `HostFacts` in one round trip."""
+        probe = _FACTS_SCRIPT + "".join(
+            f'echo "cmd_{c}=$(command -v {shlex.quote(c)} >/dev/null 2>&1 && echo yes || echo no)"\n' for c in commands)
+        return _parse_facts(self.run(probe, retries=1).stdout, commands)
+
+    def put(self, local: Path, remote: str) -> None:
+        raise NotImplementedError
+
+    def get(self, remote: str, local: Path) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Drop the connection (a later call reopens it)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _run(self, command: str, timeout: float | None) -> Result:
+        raise NotImplementedError
+
+
+class LocalHost(Host):
+    """This machine, no SSH: the same interface, run with ``bash -c``."""
+
+    def __init__(self, spec: HostSpec):
+        self.spec = spec
+
+    def _run(self, command: str, timeout: float | None) -> Result:
+        try:
+            p = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL, errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            raise TestbedError(f"command did not finish within {timeout} s: {command[:200]}", host=self.name) from exc
+        return Result(self.name, command, p.stdout, p.stderr, p.returncode)
+
+    def put(self, local: Path, remote: str) -> None:
+        Path(remote).parent.mkdir(parents=True, exist_ok=True)
+        Path(remote).write_bytes(Path(local).read_bytes())
+
+    def get(self, remote: str, local: Path) -> None:
+        Path(local).parent.mkdir(parents=True, exist_ok=True)
+        Path(local).write_bytes(Path(remote).read_bytes())
+
+
+class _KeyPolicy:
+    """Refuse unknown host keys (or record them, for ``accept-new``), saying how to fix it."""
+
+    def __init__(self, host_name: str, accept_new: bool, known_hosts: Path):
+        self.host_name, self.accept_new, self.known_hosts = host_name, accept_new, known_hosts
+
+    def missing_host_key(self, client, hostname, key):
+        fp = _fingerprint(key)
+        if self.accept_new:
+            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.known_hosts, "a") as f:
+                f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            client.get_host_keys().add(hostname, key.get_name(), key)
+            return
+        raise HostKeyError(
+            f"the host key of {hostname} is not in known_hosts ({key.get_name()} {fp}). "
+            f"Check this fingerprint with the host's owner, then accept it deliberately: "
+            f"`reprobook trust-host {self.host_name}` or `ssh {hostname.strip('[]').split(']')[0]}` once, "
+            f"or set host_key_policy: accept-new for this host in configs/hosts.yaml.", host=self.host_name)
+
+
+def _fingerprint(key) -> str:
+    import base64
+    import hashlib
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+
+
+class SshHost(Host):
+    """A host reached over SSH with Fabric, honouring ``~/.ssh/config`` (jump hosts included)."""
+
+    def __init__(self, spec: HostSpec, ssh_config: Path | None = None):
+        self.spec = spec
+        self._ssh_config = ssh_config
+        self._conn = None
+
+    # -- connection
+
+    def _make_connection(self):
+        from fabric import Config, Connection
+
+        cfg = Config(runtime_ssh_path=str(self._ssh_config)) if self._ssh_config else Config()
+        user, host, port = self.spec.target()
+        # An explicit timeout in hosts.yaml wins; else ~/.ssh/config's ConnectTimeout; else 10 s.
+        timeout = int(round(self.spec.connect_timeout_s)) if self.spec.connect_timeout_s else None
+        conn = Connection(host, user=user, port=port, config=cfg, connect_timeout=timeout)
+        if not conn.connect_timeout:
+            conn.connect_timeout = 10
+        t = conn.connect_timeout
+        conn.connect_kwargs.setdefault("banner_timeout", t)
+        conn.connect_kwargs.setdefault("auth_timeout", t)
+        conn.connect_kwargs.setdefault("channel_timeout", t)
+        c = conn
+        while c is not None and not isinstance(c, str):
+            self._secure(c)
+            c = c.gateway if c.gateway else None
+        return conn
+
+    def _secure(self, conn) -> None:
+        client = conn.client
+        files = (conn.ssh_config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()
+        first = Path(os.path.expanduser(files[0]))
+        for f in files:
+            p = Path(os.path.expanduser(f))
+            if p.is_file():
+                client.load_host_keys(str(p))
+        strict = str(conn.ssh_config.get("stricthostkeychecking", "")).lower()
+        accept_new = self.spec.host_key_policy == "accept-new" or strict == "accept-new"
+        client.set_missing_host_key_policy(_KeyPolicy(self.spec.name, accept_new, first))
+
+    def _open(self):
+        import paramiko
+
+        if self._conn is not None and self._conn.is_connected:
+            return self._conn
+        self.close()
+        conn = self._make_connection()
+        where = f"{conn.host}:{conn.port}"
+        try:
+            conn.open()
+        except HostKeyError:
+            raise
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyError(
+                f"the host key of {where} has CHANGED since it was recorded in known_hosts "
+                f"(now {_fingerprint(exc.key)}). This can mean the machine was reinstalled, or that someone is "
+                f"in the middle. If you know it was reinstalled, remove the old key with "
+                f"`ssh-keygen -R '[{conn.host}]:{conn.port}'` and accept the new one deliberately.", host=self.name) from None
+        except paramiko.AuthenticationException as exc:
+            raise AuthenticationFailed(
+                f"{where} refused our keys as user {conn.user!r} ({exc}). Put your public key in that user's "
+                f"~/.ssh/authorized_keys, or name the right key with IdentityFile in ~/.ssh/config.", host=self.name) from None
+        except (socket.timeout, TimeoutError) as exc:
+            raise HostUnreachable(f"no answer from {where} within {conn.connect_timeout} s ({exc or 'timed out'}). "
+                                  f"Is the machine up and the address and port right?", host=self.name) from None
+        except paramiko.SSHException as exc:
+            raise HostUnreachable(f"{where} did not complete the SSH handshake within {conn.connect_timeout} s "
+                                  f"({exc}). Is an SSH server listening on that port?", host=self.name) from None
+        except (OSError, EOFError) as exc:
+            raise HostUnreachable(f"cannot connect to {where}: {exc}. Is the machine up, and the port right "
+                                  f"(hosts.yaml or ~/.ssh/config)?", host=self.name) from None
+        transport = conn.client.get_transport()
+        transport.set_keepalive(15)
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection may raise anything; it is gone either way
+                pass
+            self._conn = None
+
+    # -- commands and files
+
+    def _run(self, command: str, timeout: float | None) -> Result:
+        import paramiko
+
+        conn = self._open()
+        try:
+            chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
+            chan.settimeout(timeout)
+            chan.exec_command("bash -c " + shlex.quote(command))
+            chan.shutdown_write()
+            out, err = _drain(chan, timeout)
+            code = chan.recv_exit_status()
+            chan.close()
+        except (paramiko.SSHException, EOFError, OSError, socket.timeout) as exc:
+            self.close()
+            raise TestbedError(f"connection lost while running a command ({exc.__class__.__name__}: {exc})",
+                               host=self.name) from None
+        if code == -1:
+            self.close()
+            raise TestbedError("connection lost before the command reported its exit status", host=self.name)
+        return Result(self.name, command, out, err, code)
+
+    def sftp(self):
+        return self._open().sftp()
+
+    def put(self, local: Path, remote: str) -> None:
+        self.sftp().put(str(local), remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        self.sftp().get(remote, str(local))
+
+
+def _drain(chan, timeout: float | None) -> tuple[str, str]:
+    """Read stdout and stderr of a channel until the command ends, without busy-waiting."""
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout if timeout else None
+    while True:
+        select.select([chan], [], [], 0.5)
+        while chan.recv_ready():
+            out += chan.recv(1 << 16)
+        while chan.recv_stderr_ready():
+            err += chan.recv_stderr(1 << 16)
+        if chan.closed or (chan.eof_received and chan.exit_status_ready()
+                           and not chan.recv_ready() and not chan.recv_stderr_ready()):
+            break
+        if chan.get_transport() is None or not chan.get_transport().is_active():
+            raise EOFError("transport closed")
+        if deadline and time.monotonic() > deadline:
+            raise socket.timeout(f"command did not finish within {timeout} s")
+    return out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def open_host(spec: HostSpec, settings: Settings | None = None) -> Host:
+    """A `Host` for ``spec``: `LocalHost` for ``local``, else `SshHost`. Nothing connects until first use."""
+    if spec.is_local:
+        return LocalHost(spec)
+    return SshHost(spec, ssh_config=settings.ssh_config if settings else None)

@@ -1,0 +1,276 @@
+"""Detached jobs: runs that outlive the SSH connection and the notebook kernel.
+
+A job lives on its host in ``<workdir>/.reprobook/runs/<run-id>/``::
+
+    cmd.sh      the command, as written by reprobook
+    wrapper.sh  runs cmd.sh, then records ``ended`` and ``exit_code``
+    pid         the wrapper's pid (a session leader: cancel kills its group)
+    boot_id     the kernel boot the job started in (a reboot means the job is lost)
+    started     seconds since the epoch
+    log         stdout and stderr of cmd.sh
+    exit_code   written last, atomically; its presence means the job ended
+
+Launching is idempotent: a run id that exists on the host is attached to, not
+started again. One benchmark at a time per host: the wrapper holds an
+``flock`` on ``.reprobook/busy.lock`` while it runs (the kernel drops it when
+the process dies, so a crashed job never leaves a stale lock), and a second
+launch is refused with the id of the run that holds it.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+import time
+from dataclasses import dataclass
+
+from .errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
+from .hosts import Host
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+_WRAPPER = """#!/bin/bash
+# reprobook job wrapper: run cmd.sh detached, then record how it ended.
+cd "$1" || exit 111
+bash ./cmd.sh > log 2>&1 < /dev/null 9>&-
+rc=$?
+date +%s > ended
+echo "$rc" > exit_code.tmp && mv exit_code.tmp exit_code
+"""
+
+_LAUNCH = r"""
+set -eu
+base=$1; run_id=$2; cmd_b64=$3; wrapper_b64=$4
+rundir="$base/runs/$run_id"
+umask 077
+mkdir -p "$base/runs"
+chmod 700 "$base" "$base/runs"
+exec 8>"$base/launch.lock"
+flock -w 30 8 || { echo "RB:MUTEX"; exit 0; }
+if [ -f "$rundir/pid" ]; then echo "RB:ATTACH"; exit 0; fi
+exec 9>>"$base/busy.lock"
+if ! flock -n 9; then echo "RB:BUSY $(cat "$base/busy.owner" 2>/dev/null)"; exit 0; fi
+mkdir -p "$rundir"
+printf '%s' "$cmd_b64" | base64 -d > "$rundir/cmd.sh"
+printf '%s' "$wrapper_b64" | base64 -d > "$rundir/wrapper.sh"
+printf '%s\n' "$run_id" > "$base/busy.owner"
+cat /proc/sys/kernel/random/boot_id > "$rundir/boot_id" 2>/dev/null || echo none > "$rundir/boot_id"
+date +%s > "$rundir/started"
+setsid nohup bash "$rundir/wrapper.sh" "$rundir" > /dev/null 2>&1 < /dev/null 8>&- &
+echo $! > "$rundir/pid"
+echo "RB:STARTED $!"
+"""
+
+_STATUS = r"""
+rundir=$1; lines=$2
+if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
+cd "$rundir"
+pid=$(cat pid 2>/dev/null)
+echo "exists=yes"
+echo "pid=$pid"
+echo "started=$(cat started 2>/dev/null)"
+echo "ended=$(cat ended 2>/dev/null)"
+echo "exit_code=$(cat exit_code 2>/dev/null)"
+echo "cancelled=$([ -f cancelled ] && echo yes || echo no)"
+now_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo none)
+echo "same_boot=$([ "$(cat boot_id 2>/dev/null)" = "$now_boot" ] && echo yes || echo no)"
+alive=no
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; then alive=yes; fi
+echo "alive=$alive"
+echo "now=$(date +%s)"
+echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
+echo "step=$(grep -a '^### reprobook step' log 2>/dev/null | tail -n 1 | cut -c 20-200)"
+echo "---tail"
+tail -c 8192 log 2>/dev/null | tail -n "$lines"
+"""
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A snapshot of a job: ``running``, ``succeeded``, ``failed``, ``cancelled``, ``lost`` or ``unknown``."""
+
+    run_id: str
+    state: str
+    exit_code: int | None
+    started: float | None
+    ended: float | None
+    now: float | None
+    step: str
+    log_bytes: int
+    log_tail: str
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("succeeded", "failed", "cancelled", "lost")
+
+    @property
+    def elapsed_s(self) -> float:
+        if self.started is None:
+            return 0.0
+        end = self.ended if self.ended is not None else (self.now or time.time())
+        return max(0.0, end - self.started)
+
+    @property
+    def last_line(self) -> str:
+        lines = [l for l in self.log_tail.splitlines() if l.strip()]
+        return lines[-1] if lines else ""
+
+
+def _parse_status(run_id: str, text: str) -> JobStatus:
+    head, _, tail = text.partition("---tail\n")
+    kv = dict(l.split("=", 1) for l in head.splitlines() if "=" in l)
+    num = lambda k: float(kv[k]) if kv.get(k, "").strip() else None  # noqa: E731
+    if kv.get("exists") != "yes":
+        return JobStatus(run_id, "unknown", None, None, None, None, "", 0, "")
+    code = kv.get("exit_code", "").strip()
+    exit_code = int(code) if code.lstrip("-").isdigit() else None
+    if kv.get("cancelled") == "yes" and (exit_code is None or exit_code != 0):
+        state = "cancelled"
+    elif exit_code is not None:
+        state = "succeeded" if exit_code == 0 else "failed"
+    elif kv.get("alive") == "yes" and kv.get("same_boot") == "yes":
+        state = "running"
+    else:
+        state = "lost"
+    return JobStatus(run_id, state, exit_code, num("started"), num("ended"), num("now"), kv.get("step", ""),
+                     int(num("log_bytes") or 0), tail)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+class Job:
+    """A detached run on one host, addressed by its run id.
+
+    Create one with `launch` (start or attach) or `attach` (attach only).
+    """
+
+    def __init__(self, host: Host, run_id: str):
+        if not RUN_ID.match(run_id):
+            raise ValueError(f"not a valid run id: {run_id!r}")
+        self.host = host
+        self.run_id = run_id
+
+    @property
+    def base(self) -> str:
+        return f"{self.host.workdir.rstrip('/')}/.reprobook"
+
+    @property
+    def remote_dir(self) -> str:
+        return f"{self.base}/runs/{self.run_id}"
+
+    def _sh(self, script: str, *args: str, retries: int = 2):
+        argv = " ".join(shlex.quote(a) for a in args)
+        return self.host.run(f"bash -c {shlex.quote(script)} reprobook {argv}", retries=retries)
+
+    def status(self, tail_lines: int = 20) -> JobStatus:
+        """One round trip: the job's state, exit code, current step and last log lines."""
+        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines)).stdout)
+
+    def wait(self, *, expected_s: float | None = None, poll_s: float = 5.0, progress: bool = True,
+             reconnect_for_s: float = 600.0, title: str | None = None) -> JobStatus:
+        """Poll until the job ends, showing elapsed time against ``expected_s``.
+
+        A dropped connection is reopened with back-off for up to
+        ``reconnect_for_s``; the job runs on meanwhile. Returns the final
+        status; raises `HostUnreachable` if the host stays away (the job may
+        still be running: re-attach later with its run id).
+        """
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+            total = int(expected_s) if expected_s else None
+            bar = tqdm(total=total, desc=title or self.run_id, unit="s", leave=True,
+                       bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s expected {postfix}"
+                       if total else "{desc}: {n:.0f} s {postfix}")
+        down_since = None
+        try:
+            while True:
+                try:
+                    st = self.status()
+                    down_since = None
+                except TestbedError as exc:
+                    down_since = down_since or time.monotonic()
+                    if time.monotonic() - down_since > reconnect_for_s:
+                        raise HostUnreachable(
+                            f"lost contact for {reconnect_for_s:.0f} s while waiting for run {self.run_id} ({exc.message}). "
+                            f"The run goes on there; re-attach later with `reprobook attach {self.run_id}`.",
+                            host=self.host.name) from None
+                    if bar is not None:
+                        bar.set_postfix_str("connection lost, retrying", refresh=True)
+                    time.sleep(min(poll_s, 2.0))
+                    continue
+                if st.state == "unknown":
+                    raise ExperimentError(f"no run {self.run_id} on this host (looked in {self.remote_dir})",
+                                          host=self.host.name)
+                if bar is not None:
+                    bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
+                    bar.set_postfix_str((st.step + " | " if st.step else "") + st.last_line[-80:], refresh=True)
+                if st.done:
+                    return st
+                time.sleep(poll_s)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def cancel(self) -> JobStatus:
+        """Stop the job's whole process group; it ends as ``cancelled``."""
+        script = r"""
+rundir=$1
+[ -d "$rundir" ] || exit 0
+touch "$rundir/cancelled"
+pid=$(cat "$rundir/pid" 2>/dev/null)
+[ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -f "$rundir/exit_code" ] && exit 0; sleep 0.3; done
+[ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
+true
+"""
+        self._sh(script, self.remote_dir)
+        return self.status()
+
+    def raise_for_status(self, st: JobStatus) -> None:
+        """Raise `ExperimentError` (or `RunLost`) unless ``st`` is a success."""
+        if st.state == "succeeded":
+            return
+        cls = RunLost if st.state == "lost" else ExperimentError
+        why = {"failed": "the run failed", "cancelled": "the run was cancelled",
+               "lost": "the run's process is gone and left no exit code (killed, or the host rebooted)"}.get(st.state, st.state)
+        raise cls(f"{why}: run {self.run_id}", command=f"{self.remote_dir}/cmd.sh", exit_code=st.exit_code,
+                  log_tail=st.log_tail, host=self.host.name)
+
+
+def launch(host: Host, run_id: str, script: str) -> tuple[Job, bool]:
+    """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
+
+    Returns the `Job` and whether it was started now (``False``: attached).
+
+    Raises
+    ------
+    HostBusy
+        Another run holds the host's benchmark lock; the message names it.
+    """
+    job = Job(host, run_id)
+    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), retries=2)
+    out = res.stdout.strip().splitlines()
+    word = out[-1] if out else ""
+    if word.startswith("RB:STARTED"):
+        return job, True
+    if word.startswith("RB:ATTACH"):
+        return job, False
+    if word.startswith("RB:BUSY"):
+        holder = word[len("RB:BUSY"):].strip() or "unknown"
+        raise HostBusy(f"another run holds this host's benchmark lock: {holder}. Wait for it "
+                       f"(`reprobook status {holder}`) or cancel it (`reprobook cancel {holder}`) first.",
+                       host=host.name, holder=holder)
+    raise TestbedError(f"unexpected answer while launching run {run_id}: {res.stdout[-500:]!r} {res.stderr[-500:]!r}",
+                       host=host.name)
+
+
+def attach(host: Host, run_id: str) -> Job:
+    """The `Job` for an existing run (raises `ExperimentError` if the host has no such run)."""
+    job = Job(host, run_id)
+    if job.status().state == "unknown":
+        raise ExperimentError(f"no run {run_id} on this host (looked in {job.remote_dir})", host=host.name)
+    return job

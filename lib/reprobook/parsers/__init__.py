@@ -1,0 +1,1 @@
+"""Parsers: one module per output format family."""

@@ -1,0 +1,419 @@
+"""Aardvark's outputs: dictionary trial times (one row per trial) and Table 1
+vector-commitment latencies (one row per iteration), as tidy DataFrames.
+
+Malformed input raises :class:`~reprobook.errors.OutputError` naming the file,
+the 1-based line and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pandas as pd
+
+from reprobook.errors import ConfigError, OutputError
+
+VALIDATOR_OPS_PER_TRIAL = 100_000
+"""Operations in one validator trial."""
+ARCHIVE_OPS_PER_TRIAL = 10_000
+"""Operations in one archive trial."""
+
+_OPS = {"m": "modify", "c": "create", "d": "delete"}
+_TRIAL_COLUMNS = ["role", "op", "cores", "trial", "seconds"]
+_LATENCY_COLUMNS = ["system", "op", "iteration", "latency_us"]
+_EDRAX_ROWS = ("verify", "commit_update", "proof_update", "100micros", "errs")
+_VECCOM_SYSTEMS = {"pairing": "aardvark", "merkle": "merkle"}
+_VECCOM_OPS = ("commit", "open", "verify", "commit_update", "proof_update")
+_VECCOM_ROW = re.compile(rf"bench_({'|'.join(_VECCOM_SYSTEMS)})_({'|'.join(_VECCOM_OPS)})")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60,
+             "h": 3600}
+_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_DURATION = re.compile(rf"[+-]?(?:(?:{_GO_PART.pattern})+|0)")
+# "m time: 33.5s", "archive d time: 13m2s"; the optional "x.go:12:" prefix is t.Log's.
+_TIMING = re.compile(r"\s*(?:\S+\.go:[0-9]+:\s+)?(?:(archive)\s+)?([A-Za-z])\s+time:\s*(.*?)\s*")
+_MAX_COUNT = 2**31  # keeps integer fields inside int64 columns
+
+
+def parse_go_duration(text: str, *, file: str | Path = "<duration>",
+                      line: int | None = None) -> float:
+    """Convert a Go duration (``850ms``, ``33.5s``, ``1m7.3s``, ``1.5µs``) to seconds.
+
+    Parameters
+    ----------
+    text : str
+        Numbers with units ``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``, ``h``; or ``0``.
+    file, line : optional
+        Where the text came from, named by the error.
+
+    Returns
+    -------
+    float
+        Seconds; negative after a ``-`` sign.
+
+    Examples
+    --------
+    >>> parse_go_duration("1m7.3s")
+    67.3
+    """
+    value = text.strip()
+    if not _GO_DURATION.fullmatch(value):
+        raise OutputError(f"{text!r} is not a Go duration such as '850ms', '33.5s' or '1m7.3s'",
+                          file=file, line=line, field="time")
+    total = sum(float(number) * _GO_UNITS[unit] for number, unit in _GO_PART.findall(value))
+    if not math.isfinite(total):
+        raise OutputError(f"duration {text!r} is too large", file=file, line=line, field="time")
+    return -total if value.startswith("-") else total
+
+
+def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
+    """Read the authors' merged trial times, ``validators.csv`` or ``archives.csv``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Lines ``op,cores,seconds``, no header; op ``m``/``c``/``d``.
+    role : {"validator", "archive"}
+        The file does not say.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``role``, ``op``, ``cores`` (int), ``trial`` (1-based per
+        (op, cores), in file order), ``seconds`` (float); ``attrs["source"]``.
+    """
+    _check_role(role)
+    path, lines = _read_lines(path)
+    rows = []
+    for no, text in _records(lines):
+        fields = [field.strip() for field in text.split(",")]
+        if len(fields) != 3:
+            raise OutputError(f"expected 3 fields 'op,cores,seconds', found {len(fields)}",
+                              file=path, line=no)
+        letter, cores, seconds = fields
+        rows.append((role, _op(letter, path, no), _count(cores, path, no, "cores"),
+                     _number(seconds, path, no, "seconds", positive=True)))
+    return _trials_frame(rows, path)
+
+
+def read_go_test_times(path: str | Path, *, role: str | None = None,
+                       cores: int | None = None) -> pd.DataFrame:
+    """Read the timing lines of a raw ``outN.txt`` or ``aoutN.txt`` log.
+
+    These are ``go test -v`` output of ``cores.sh`` (validators on N cores) and
+    ``acores.sh`` (archives); only lines like ``archive m time: 6m51.5s`` count.
+
+    Parameters
+    ----------
+    path : str or Path
+    role : {"validator", "archive"}, optional
+        Default: ``"archive"`` for lines with the ``archive`` prefix or files
+        named ``aout*``, else ``"validator"``.
+    cores : int, optional
+        Default: the N in the file name.
+
+    Returns
+    -------
+    DataFrame
+        As :func:`read_trials_csv`; trials numbered per (role, op, cores).
+    """
+    if role is not None:
+        _check_role(role)
+    if cores is not None and (type(cores) is not int or not 0 < cores < _MAX_COUNT):
+        raise ConfigError(f"cores must be a positive integer, not {cores!r}", key="cores")
+    path, lines = _read_lines(path)
+    if cores is None:
+        match = re.fullmatch(r"a?out([0-9]+)\.txt", path.name)
+        if not match:
+            raise OutputError("cannot tell the core count from the file name (expected outN.txt "
+                              "or aoutN.txt); pass cores=", file=path, field="cores")
+        cores = _count(match.group(1), path, None, "cores")
+    file_role = "archive" if path.name.startswith("aout") else "validator"
+    rows = []
+    for no, text in enumerate(lines, start=1):
+        match = _TIMING.fullmatch(text)
+        if not match:
+            continue
+        prefix, letter, value = match.groups()
+        if prefix and role == "validator":
+            raise OutputError("an archive timing, but role='validator' was given",
+                              file=path, line=no, field="role")
+        seconds = parse_go_duration(value, file=path, line=no)
+        if seconds <= 0:
+            raise OutputError(f"time {value!r} is not positive", file=path, line=no, field="time")
+        line_role = role or ("archive" if prefix else file_role)
+        rows.append((line_role, _op(letter, path, no), cores, seconds))
+    if not rows:
+        raise OutputError("no timing lines such as 'm time: 33.5s'; did the go test run finish?",
+                          file=path)
+    return _trials_frame(rows, path)
+
+
+def read_edrax(path: str | Path) -> pd.DataFrame:
+    """Read EDRAX's ``results`` (or ``bench.csv``): lines ``name,v1,v2,...,`` in µs.
+
+    Rows ``verify``, ``commit_update``, ``proof_update``; ``100micros`` (a
+    timed 100 µs sleep, calibrating the timer); ``errs,N`` (a counter).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``system`` (``"edrax"``), ``op``, ``iteration`` (1-based),
+        ``latency_us``. ``attrs`` holds ``calibration_100us_us`` (median of
+        the calibration row), ``errs`` and ``source``.
+    """
+    path, lines = _read_lines(path)
+    rows: dict[str, list[float]] = {}
+    where: dict[str, int] = {}
+    for no, text in _records(lines):
+        name, _, rest = text.partition(",")
+        name = name.strip()
+        if name not in _EDRAX_ROWS:
+            raise OutputError(f"unknown row {name!r}; expected one of {', '.join(_EDRAX_ROWS)}",
+                              file=path, line=no, field="name")
+        if name in rows:
+            raise OutputError(f"second {name!r} row (the first is on line {where[name]})",
+                              file=path, line=no, field=name)
+        values = [value.strip() for value in rest.split(",")]
+        if values[-1] == "":
+            values.pop()  # the trailing comma
+        if name == "errs" and len(values) != 1:
+            raise OutputError(f"expected 'errs,N', found {len(values)} values",
+                              file=path, line=no, field=name)
+        rows[name] = ([_count(values[0], path, no, name, minimum=0)] if name == "errs"
+                      else _numbers(values, path, no, name))
+        where[name] = no
+    _require_rows([name for name in _EDRAX_ROWS if name not in rows], path)
+    ops = _EDRAX_ROWS[:3]
+    for op in ops:
+        if len(rows[op]) != len(rows["verify"]):
+            raise OutputError(f"{len(rows[op])} values, but 'verify' has {len(rows['verify'])}",
+                              file=path, line=where[op], field=op)
+    frame = _latency_frame([("edrax", op, rows[op]) for op in ops])
+    frame.attrs.update(source=str(path), errs=int(rows["errs"][0]),
+                       calibration_100us_us=float(statistics.median(rows["100micros"])))
+    return frame
+
+
+def read_veccom(path: str | Path) -> pd.DataFrame:
+    """Read pointproofs' ``bench-results``: ``iters,N``, then ``bench_<scheme>_<op>,[v1, ...]``.
+
+    Lists hold N latencies in µs. Scheme ``pairing`` is Aardvark's vector
+    commitment, ``merkle`` the Merkle-tree baseline.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``system`` (``"aardvark"`` or ``"merkle"``), ``op``,
+        ``iteration`` (1-based), ``latency_us``; ``attrs`` holds ``iters``, ``source``.
+    """
+    path, lines = _read_lines(path)
+    records = _records(lines)
+    no, text = records[0]
+    name, _, value = (part.strip() for part in text.partition(","))
+    if name != "iters" or not re.fullmatch(r"[0-9]+", value) or not int(value):
+        raise OutputError(f"the first line must be 'iters,N' with N > 0, not {text!r}",
+                          file=path, line=no, field="iters")
+    iters = int(value)
+    found: dict[tuple[str, str], list[float]] = {}
+    for no, text in records[1:]:
+        name, _, rest = (part.strip() for part in text.partition(","))
+        match = _VECCOM_ROW.fullmatch(name)
+        if not match:
+            raise OutputError(f"unknown row {name!r}; expected bench_<pairing|merkle>_<op>",
+                              file=path, line=no, field="name")
+        key = (_VECCOM_SYSTEMS[match.group(1)], match.group(2))
+        if key in found:
+            raise OutputError(f"second {name!r} row", file=path, line=no, field=name)
+        if not (rest.startswith("[") and rest.endswith("]")):
+            raise OutputError("expected a list '[v1, v2, ...]'", file=path, line=no, field=name)
+        items = [item.strip() for item in rest[1:-1].split(",")] if rest[1:-1].strip() else []
+        if len(items) != iters:
+            raise OutputError(f"{len(items)} values, but the first line says iters,{iters}",
+                              file=path, line=no, field=name)
+        found[key] = _numbers(items, path, no, name)
+    _require_rows([f"bench_{scheme}_{op}" for scheme, system in _VECCOM_SYSTEMS.items()
+                   for op in _VECCOM_OPS if (system, op) not in found], path)
+    frame = _latency_frame([(system, op, values) for (system, op), values in found.items()])
+    frame.attrs.update(source=str(path), iters=iters)
+    return frame
+
+
+def read_table1(edrax_path: str | Path, veccom_path: str | Path) -> pd.DataFrame:
+    """Read both Table 1 microbenchmarks into one frame, EDRAX rows first.
+
+    Returns
+    -------
+    DataFrame
+        Both readers' rows; ``attrs`` merges theirs, ``source`` names both files.
+    """
+    edrax, veccom = read_edrax(edrax_path), read_veccom(veccom_path)
+    frame = pd.concat([edrax, veccom], ignore_index=True)
+    frame.attrs = {**veccom.attrs, **edrax.attrs,
+                   "source": f"{edrax.attrs['source']} + {veccom.attrs['source']}"}
+    return frame
+
+
+def latency_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Summarise latencies per (system, op), in order of first appearance.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``system``, ``op``, ``median_us``, ``p5_us``, ``p95_us``
+        (linearly interpolated percentiles) and ``n``.
+    """
+    _require_columns(df, _LATENCY_COLUMNS)
+    groups = df.groupby(["system", "op"], sort=False)["latency_us"]
+    return groups.agg(median_us="median", p5_us=lambda s: s.quantile(0.05),
+                      p95_us=lambda s: s.quantile(0.95), n="size").reset_index()
+
+
+def throughput(trials: pd.DataFrame, *, ops_per_trial: int) -> pd.DataFrame:
+    """Add each trial's throughput, ``ops_per_s = ops_per_trial / seconds``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        From :func:`read_trials_csv` or :func:`read_go_test_times`.
+    ops_per_trial : int
+        :data:`VALIDATOR_OPS_PER_TRIAL` or :data:`ARCHIVE_OPS_PER_TRIAL`.
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``ops_per_trial`` and ``ops_per_s`` added. A trial whose
+        ``seconds`` is not positive raises :class:`OutputError`.
+    """
+    _require_columns(trials, _TRIAL_COLUMNS)
+    if type(ops_per_trial) is not int or ops_per_trial <= 0:
+        raise ConfigError(f"ops_per_trial must be a positive integer, not {ops_per_trial!r}",
+                          key="ops_per_trial")
+    seconds = pd.to_numeric(trials["seconds"], errors="coerce")
+    bad = ~(seconds > 0)
+    if bad.any():
+        row = trials.loc[bad.idxmax()]
+        raise OutputError(f"trial {row['trial']} ({row['role']} {row['op']}, {row['cores']} cores)"
+                          f" has seconds={row['seconds']!r}; times must be positive",
+                          file=trials.attrs.get("source", "<trials table>"), field="seconds")
+    out = trials.copy()
+    out["ops_per_trial"] = ops_per_trial
+    out["ops_per_s"] = ops_per_trial / seconds
+    return out
+
+
+def throughput_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Summarise throughput per (role, op, cores), sorted by those keys.
+
+    ``mean_ops_per_s`` is total operations over total time, that is
+    ``ops_per_trial / mean(seconds)``: the throughput of the mean trial. The
+    mean of the per-trial rates would be higher, as it over-weights fast trials.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``role``, ``op``, ``cores``, ``mean_ops_per_s``,
+        ``min_ops_per_s``, ``max_ops_per_s``, ``trials``, ``mean_seconds``.
+    """
+    _require_columns(df, [*_TRIAL_COLUMNS, "ops_per_trial", "ops_per_s"])
+    out = df.groupby(["role", "op", "cores"]).agg(
+        ops=("ops_per_trial", "sum"), total_seconds=("seconds", "sum"),
+        min_ops_per_s=("ops_per_s", "min"), max_ops_per_s=("ops_per_s", "max"),
+        trials=("seconds", "size"), mean_seconds=("seconds", "mean")).reset_index()
+    out.insert(3, "mean_ops_per_s", out.pop("ops") / out.pop("total_seconds"))
+    return out
+
+
+def _check_role(role: object) -> None:
+    if role not in ("validator", "archive"):
+        raise ConfigError(f"role must be 'validator' or 'archive', not {role!r}", key="role")
+
+
+def _read_lines(path: str | Path) -> tuple[Path, list[str]]:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"cannot read the file ({exc}); check that the run finished and the "
+                          "file was fetched", file=path) from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise OutputError("not UTF-8 text", file=path,
+                          line=data.count(b"\n", 0, exc.start) + 1) from None
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    if not any(line.strip() for line in lines):
+        raise OutputError("the file is empty; check that the run finished", file=path)
+    return path, lines
+
+
+def _records(lines: list[str]) -> list[tuple[int, str]]:
+    return [(no, line.strip()) for no, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _number(text: str, path: Path, line: int, field: str, *, positive: bool = False,
+            what: str = "") -> float:
+    what = what or repr(text)
+    if not _NUMBER.fullmatch(text):
+        raise OutputError(f"{what} is not a number", file=path, line=line, field=field)
+    value = float(text)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        need = "positive" if positive else "non-negative"
+        raise OutputError(f"{what} must be a finite {need} number", file=path, line=line,
+                          field=field)
+    return value
+
+
+def _numbers(items: list[str], path: Path, line: int, name: str) -> list[float]:
+    if not items:
+        raise OutputError("the row has no values", file=path, line=line, field=name)
+    return [_number(item, path, line, name, what=f"value {i} ({item!r})")
+            for i, item in enumerate(items, start=1)]
+
+
+def _count(text: str, path: Path, line: int | None, field: str, *, minimum: int = 1) -> int:
+    if not re.fullmatch(r"[0-9]+", text) or not minimum <= int(text) < _MAX_COUNT:
+        raise OutputError(f"{text!r} is not an integer from {minimum} to {_MAX_COUNT - 1}",
+                          file=path, line=line, field=field)
+    return int(text)
+
+
+def _op(letter: str, path: Path, line: int) -> str:
+    if letter not in _OPS:
+        raise OutputError(f"unknown op {letter!r}; expected m (modify), c (create) or d (delete)",
+                          file=path, line=line, field="op")
+    return _OPS[letter]
+
+
+def _trials_frame(rows: list[tuple], path: Path) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["role", "op", "cores", "seconds"])
+    frame = frame.astype({"cores": "int64", "seconds": "float64"})
+    frame["trial"] = frame.groupby(["role", "op", "cores"], sort=False).cumcount() + 1
+    frame = frame[_TRIAL_COLUMNS]
+    frame.attrs["source"] = str(path)
+    return frame
+
+
+def _latency_frame(rows: list[tuple[str, str, list[float]]]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "system": [system for system, _, values in rows for _ in values],
+        "op": [op for _, op, values in rows for _ in values],
+        "iteration": [i for *_, values in rows for i in range(1, len(values) + 1)],
+        "latency_us": [value for *_, values in rows for value in values],
+    }).astype({"iteration": "int64", "latency_us": "float64"})
+
+
+def _require_rows(missing: list[str], path: Path) -> None:
+    if missing:
+        raise OutputError(f"missing rows: {', '.join(missing)}; was the benchmark cut short?",
+                          file=path, field=missing[0])
+
+
+def _require_columns(df: pd.DataFrame, columns: list[str]) -> None:
+    missing = [column for column in columns if column not in df.columns]
+    if missing:
+        raise ValueError(f"the frame lacks columns {missing}; pass a frame from this module "
+                         "(and run throughput() before throughput_summary())")

@@ -1,0 +1,118 @@
+"""Where a claim's numbers come from: a recorded run, the authors' shipped outputs, or a live run.
+
+``source`` is one of:
+
+``auto``       the latest successful live run in the run store, else the
+               authors' shipped outputs, else nothing (the verdict is then
+               "not run", with the reason);
+``reference``  the authors' shipped outputs, from the artifact mirror or git;
+``live``       perform the experiment now on ``host`` (see `reprobook.live`);
+a run id       that recorded run (its files are checked against the manifest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from . import artifacts
+from .config import Claim, Project
+from .errors import ArtifactError, ConfigError, OutputError
+from .runs import Run, RunStore
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files a claim's loader reads, and an honest account of where they came from."""
+
+    claim: str
+    kind: str                      # "reference", "live" or "none"
+    label: str                     # shown on the page
+    files: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
+    run_id: str | None = None
+    location: str = ""
+    detail: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.kind != "none" and any(self.files.values())
+
+    @property
+    def source(self) -> str:
+        """The short source tag used in summaries: ``reference``, the run id, or ``none``."""
+        return self.run_id or self.kind
+
+    def has(self, name: str) -> bool:
+        return bool(self.files.get(name))
+
+    def one(self, name: str) -> Path:
+        """The single file of output ``name``."""
+        paths = self.files.get(name) or ()
+        if len(paths) != 1:
+            raise OutputError(f"expected exactly one file for output {name!r}, found {len(paths)}",
+                              file=self.location or name)
+        return paths[0]
+
+    def __str__(self) -> str:
+        return f"{self.claim}: {self.label}" + (f" ({self.detail})" if self.detail else "")
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        items = "".join(f"<li><code>{escape(n)}</code>: {len(p)} file(s)</li>" for n, p in self.files.items())
+        extra = f"<br><i>{escape(self.detail)}</i>" if self.detail else ""
+        return f"<div><b>Numbers from:</b> {escape(self.label)}{extra}<ul>{items}</ul></div>"
+
+
+def from_run(claim: Claim, run: Run) -> Outputs:
+    run.verify()
+    files: dict[str, list[Path]] = {}
+    for f in run.manifest.get("files", []):
+        files.setdefault(f["output"], []).append(run.path / f["path"])
+    host = run.manifest.get("host", "?")
+    return Outputs(claim.key, "live", f"run {run.id} on host {host!r} ({run.manifest.get('ended') or run.manifest.get('created')})",
+                   {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, location=str(run.path))
+
+
+def reference(project: Project, claim: Claim) -> Outputs:
+    """The authors' shipped outputs (`ArtifactError` if they cannot be had)."""
+    if not claim.reference:
+        return Outputs(claim.key, "none", "not run", detail="the authors ship no outputs for this claim")
+    paper = project.paper(claim.paper)
+    files, refs = {}, []
+    for name, ref in claim.reference.items():
+        r = artifacts.parse_ref(ref, paper)
+        files[name] = (artifacts.resolve(r, project.settings),)
+        refs.append(str(r))
+    return Outputs(claim.key, "reference", "the authors' shipped outputs: " + "; ".join(refs), files,
+                   location=", ".join(refs))
+
+
+def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",
+           params: Mapping | None = None, new: bool = False, allow_insufficient: bool = False,
+           progress: bool = True) -> Outputs:
+    """The outputs for ``claim`` from ``source`` (see the module doc)."""
+    store = RunStore(project.settings.runs_dir)
+    if source == "auto":
+        run = store.latest(claim)
+        if run is not None:
+            return from_run(claim, run)
+        try:
+            return reference(project, claim)
+        except ArtifactError as exc:
+            return Outputs(claim.key, "none", "not run", detail=f"no recorded run, and the authors' outputs "
+                           f"could not be obtained: {exc.message}")
+    if source == "reference":
+        return reference(project, claim)
+    if source == "live":
+        from .live import perform
+        run = perform(project, claim, host, dict(params or {}), new=new,
+                      allow_insufficient=allow_insufficient, progress=progress)
+        return from_run(claim, run)
+    run = store.load(source)
+    if run.manifest.get("claim") != claim.id or run.manifest.get("paper") != claim.paper:
+        raise ConfigError(f"run {source} belongs to {run.manifest.get('paper')}/{run.manifest.get('claim')}, "
+                          f"not to {claim.key}")
+    if run.status != "succeeded":
+        raise ConfigError(f"run {source} did not succeed (status: {run.status}); its outputs are in {run.path}")
+    return from_run(claim, run)
