@@ -278,6 +278,9 @@ class SshHost(Host):
         conn.connect_kwargs.setdefault("banner_timeout", t)
         conn.connect_kwargs.setdefault("auth_timeout", t)
         conn.connect_kwargs.setdefault("channel_timeout", t)
+        if str(conn.ssh_config.get("identitiesonly", "")).lower() == "yes":
+            # Fabric ignores IdentitiesOnly; honour it so only the configured key is offered
+            conn.connect_kwargs.update(look_for_keys=False, allow_agent=False)
         c = conn
         while c is not None and not isinstance(c, str):
             self._secure(c)

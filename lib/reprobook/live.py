@@ -71,12 +71,15 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     """The job script: environment, checkouts at the pinned commits, then the setup and run steps."""
     q = shlex.quote
     env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, **param_env(claim, params)}
-    rewrites = list(host.git_url_rewrites.items())
-    if rewrites:
-        env["GIT_CONFIG_COUNT"] = str(len(rewrites))
-        for i, (old, new) in enumerate(rewrites):
-            env[f"GIT_CONFIG_KEY_{i}"] = f"url.{new}.insteadOf"
-            env[f"GIT_CONFIG_VALUE_{i}"] = old
+    git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
+    if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):
+        # a local mirror: let submodules be cloned from it too (git refuses file:// submodules by default)
+        git_config.append(("protocol.file.allow", "always"))
+    if git_config:
+        env["GIT_CONFIG_COUNT"] = str(len(git_config))
+        for i, (key, value) in enumerate(git_config):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
     env["GIT_TERMINAL_PROMPT"] = "0"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
@@ -215,7 +218,3 @@ def cancel(project: Project, run_id: str) -> JobStatus:
         st = job.cancel()
     run.update(status=st.state)
     return st
-
-
-def results_dir(run: Run) -> Path:
-    return run.path / "outputs"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install the system programs the integration and browser tests need:
+# a real OpenSSH server and client, rsync, Debian's chromium, git and a font.
+# Idempotent: when everything is already there it only makes sure /run/sshd
+# exists (sshd refuses to start as root without it; /run is a tmpfs, so it
+# vanishes at every boot) and returns at once.
+set -euo pipefail
+
+packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core)
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo -n)
+else
+    as_root=()
+fi
+
+missing=()
+for f in /usr/sbin/sshd /usr/bin/chromium; do
+    [ -x "$f" ] || missing+=("$f")
+done
+for c in ssh ssh-keygen rsync git; do
+    command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+done
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=("DejaVuSans.ttf")
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git and fonts present)"
+else
+    if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
+        echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2
+        exit 1
+    fi
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+    did="installed ${packages[*]} (missing were: ${missing[*]})"
+fi
+
+# Only a root sshd needs the privilege separation directory.
+if [ ! -d /run/sshd ] && { [ "$(id -u)" -eq 0 ] || [ "${#as_root[@]}" -gt 0 ]; }; then
+    "${as_root[@]}" mkdir -p -m 0755 /run/sshd
+    did="$did; created /run/sshd"
+fi
+
+echo "install-system-deps: $did"

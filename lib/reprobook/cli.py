@@ -1,0 +1,312 @@
+"""The ``reprobook`` command: list claims, run them, follow runs, check hosts, build the book."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import ReprobookError
+
+EXIT_FAILS, EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_NOT_RUN = 1, 2, 3, 4
+_EXIT = {"holds": 0, "fails": EXIT_FAILS, "inconclusive": EXIT_INCONCLUSIVE, "not run": EXIT_NOT_RUN}
+
+
+def _project():
+    from .config import load_project
+    return load_project()
+
+
+def _print_table(rows: list[dict], cols: list[str]) -> None:
+    if not rows:
+        print("(none)")
+        return
+    width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    print("  ".join(c.ljust(width[c]) for c in cols))
+    for r in rows:
+        print("  ".join(str(r.get(c, "")).ljust(width[c]) for c in cols))
+
+
+# --------------------------------------------------------------------------- commands
+
+def cmd_claims(args) -> int:
+    from .api import _duration
+    project = _project()
+    rows = []
+    for c in project.all_claims():
+        if args.paper and c.paper != args.paper:
+            continue
+        rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
+                     "cores": c.requires.cores or "any",
+                     "live run": _duration(c.expected_minutes) if c.expected_minutes else "-",
+                     "authors' outputs": "yes" if c.reference else "no"})
+    _print_table(rows, ["claim", "title", "paper refs", "cores", "live run", "authors' outputs"])
+    return 0
+
+
+def _notebook_for(project, claim) -> Path:
+    nb = project.root / "notebooks" / claim.paper / f"{claim.id}.ipynb"
+    if not nb.is_file():
+        raise ReprobookError(f"no notebook for {claim.key} at {nb}")
+    return nb
+
+
+def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dict:
+    """papermill the claim's notebook into the run directory and return the verdict it recorded."""
+    import papermill as pm
+    verdict_file = run.path / "verdict.json"
+    verdict_file.unlink(missing_ok=True)
+    os.environ["REPROBOOK_VERDICT_FILE"] = str(verdict_file)
+    os.environ.setdefault("REPROBOOK_ROOT", str(project.root))
+    out = run.path / "notebook.ipynb"
+    try:
+        pm.execute_notebook(str(_notebook_for(project, claim)), str(out), parameters={"source": source, **params},
+                            cwd=str(project.root / "notebooks" / claim.paper), progress_bar=not quiet,
+                            log_output=False, kernel_name="python3")
+    finally:
+        os.environ.pop("REPROBOOK_VERDICT_FILE", None)
+    if not verdict_file.is_file():
+        raise ReprobookError(f"the notebook ran but recorded no verdict (see {out})")
+    verdict = json.loads(verdict_file.read_text())
+    run.update(verdict=verdict["verdict"], margin=verdict["margin"], notebook=out.name)
+    return verdict
+
+
+def _report(verdict: dict, run) -> int:
+    margin = "n/a" if verdict["margin"] is None else f"{verdict['margin'] * 100:+.1f}%"
+    print(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})")
+    print(f"  why:    {verdict['reason']}")
+    print(f"  source: {verdict['source']}")
+    print(f"  run:    {run.id}  ({run.path})")
+    return _EXIT[verdict["verdict"]]
+
+
+def _parse_params(pairs) -> dict:
+    import yaml
+    params = {}
+    for name, value in pairs or ():
+        params[name] = yaml.safe_load(value) if value.strip() else value
+        if not isinstance(params[name], (str, int, float, bool)):
+            params[name] = value
+    return params
+
+
+def cmd_run(args) -> int:
+    from .live import perform
+    from .runs import RunStore
+    project = _project()
+    claim = project.claim(args.claim)
+    params = _parse_params(args.param)
+    store = RunStore(project.settings.runs_dir)
+    if args.source == "live":
+        run = perform(project, claim, args.host, params, new=args.new,
+                      allow_insufficient=args.allow_insufficient_host, progress=not args.quiet)
+        source = run.id
+    elif args.source in ("auto", "reference"):
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        run = store.create(claim, f"{claim.paper}-{claim.id}-{args.source}-{stamp}", source=args.source,
+                           status="evaluating", parameters=params)
+        source = args.source
+    else:
+        run = store.load(args.source)
+        source = args.source
+    verdict = _execute(project, claim, run, source, params, args.quiet)
+    if run.manifest.get("source") != "live":
+        run.update(status="evaluated")
+    return _report(verdict, run)
+
+
+def cmd_runs(args) -> int:
+    from .runs import RunStore
+    project = _project()
+    claim = project.claim(args.claim) if args.claim else None
+    rows = [{"run id": r.id, "claim": f"{r.manifest['paper']}/{r.manifest['claim']}", "source": r.manifest.get("source"),
+             "host": r.manifest.get("host", "-"), "status": r.status, "verdict": r.manifest.get("verdict", "-"),
+             "created": r.manifest.get("created")} for r in RunStore(project.settings.runs_dir).runs(claim)]
+    _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
+    return 0
+
+
+def cmd_status(args) -> int:
+    from .live import status
+    from .runs import RunStore
+    project = _project()
+    run = RunStore(project.settings.runs_dir).load(args.run_id)
+    print(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source {run.manifest.get('source')}, "
+          f"recorded status {run.status}")
+    if run.manifest.get("source") == "live" and run.status not in ("succeeded",):
+        _, st = status(project, args.run_id)
+        print(f"on host {run.manifest['host']}: {st.state}, {st.elapsed_s:.0f} s elapsed"
+              + (f", exit code {st.exit_code}" if st.exit_code is not None else ""))
+        if st.step:
+            print(f"current step: {st.step}")
+        if st.log_tail:
+            print("last lines of the log:\n" + "\n".join("  " + l for l in st.log_tail.rstrip().splitlines()))
+    return 0
+
+
+def cmd_attach(args) -> int:
+    from .live import reattach
+    project = _project()
+    run = reattach(project, args.run_id, progress=not args.quiet)
+    claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
+    verdict = _execute(project, claim, run, run.id, run.manifest.get("parameters") or {}, args.quiet)
+    return _report(verdict, run)
+
+
+def cmd_cancel(args) -> int:
+    from .live import cancel
+    st = cancel(_project(), args.run_id)
+    print(f"run {args.run_id}: {st.state}")
+    return 0
+
+
+def cmd_check_host(args) -> int:
+    from .hosts import open_host
+    project = _project()
+    spec = project.hosts.host(args.host)
+    claims = [project.claim(args.claim)] if args.claim else project.all_claims()
+    commands = tuple(sorted({c for cl in claims for c in cl.requires.commands}))
+    t0 = time.monotonic()
+    with open_host(spec, project.settings) as host:
+        facts = host.facts(commands=commands)
+    print(f"host {args.host}: reachable ({time.monotonic() - t0:.2f} s)")
+    for k, v in facts.as_dict().items():
+        print(f"  {k}: {v}")
+    worst = 0
+    for c in claims:
+        short = facts.shortfalls(c.requires)
+        print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+        worst = max(worst, 1 if short else 0)
+    return worst
+
+
+def cmd_trust_host(args) -> int:
+    from .trust import trust_host
+    return trust_host(_project(), args.host, assume_yes=args.yes)
+
+
+def cmd_book(args) -> int:
+    project = _project()
+    if args.clean:
+        shutil.rmtree(project.root / "_build", ignore_errors=True)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(project.root), "-W", "--keep-going"]
+    if args.quiet:
+        cmd.append("-q")
+    env = {**os.environ, "REPROBOOK_ROOT": str(project.root)}
+    t0 = time.monotonic()
+    rc = subprocess.call(cmd, env=env)
+    took = time.monotonic() - t0
+    index = project.root / "_build" / "html" / "index.html"
+    if rc != 0:
+        print(f"book build FAILED after {took:.1f} s (exit {rc}); see the messages above", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"book built in {took:.1f} s: {index}")
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reprobook",
+        description="Reproduce the claims of systems papers: each claim is a parameterized notebook that runs "
+                    "the experiment (or reads recorded or shipped outputs), compares with the paper and states "
+                    "a verdict.",
+        epilog="Exit codes of run and attach: 0 holds, 1 fails, 3 inconclusive, 4 not run, 2 error.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
+                       "references, machine needs and the expected time of a live run.")
+    s.add_argument("paper", nargs="?", help="only this paper (e.g. aardvark)")
+    s.set_defaults(func=cmd_claims)
+
+    s = sub.add_parser("run", help="run one claim and print its verdict",
+                       description="Execute a claim's notebook with papermill into its run directory "
+                                   "(runs/<paper>/<claim>/<run-id>/notebook.ipynb) and print the verdict. With "
+                                   "--source live the experiment runs first on --host, detached: if this "
+                                   "command is interrupted, `reprobook attach RUN_ID` picks it up, and running "
+                                   "the same command again attaches instead of starting twice.")
+    s.add_argument("claim", help="paper/claim, e.g. aardvark/validator-throughput")
+    s.add_argument("--source", default="auto",
+                   help="auto (latest recorded run, else the authors' outputs), reference, live, or a run id "
+                        "(default: auto)")
+    s.add_argument("--host", default="local", help="host from configs/hosts.yaml for a live run (default: local)")
+    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+    s.add_argument("--new", action="store_true", help="live: start a fresh run rather than attach to the "
+                                                       "earlier one with the same parameters")
+    s.add_argument("--allow-insufficient-host", action="store_true",
+                   help="live: run even if the host is below the claim's requirements (numbers not comparable)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("runs", help="list recorded runs", description="List the runs in the run store.")
+    s.add_argument("claim", nargs="?", help="only runs of this paper/claim")
+    s.set_defaults(func=cmd_runs)
+
+    s = sub.add_parser("status", help="show a run's state", description="Show a run's recorded state and, for a "
+                       "live run still going, its state on the host, current step and last log lines.")
+    s.add_argument("run_id")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("attach", help="wait for a live run, fetch it and print its verdict",
+                       description="Re-attach to a live run by id (from any process or machine with the same run "
+                                   "store), follow it to the end, fetch its outputs (resuming an interrupted "
+                                   "fetch) and print the verdict.")
+    s.add_argument("run_id")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=cmd_attach)
+
+    s = sub.add_parser("cancel", help="stop a live run", description="Stop a live run's whole process group "
+                                                                     "on its host; it is recorded as cancelled.")
+    s.add_argument("run_id")
+    s.set_defaults(func=cmd_cancel)
+
+    s = sub.add_parser("check-host", help="check a host is reachable and fit for claims",
+                       description="Connect to a host, print its facts (kernel, CPU, cores, SMT, NUMA, memory, "
+                                   "OS, Docker) and whether it meets each claim's requirements. Exit 1 if some "
+                                   "claim's requirements are not met.")
+    s.add_argument("host")
+    s.add_argument("--claim", help="only this paper/claim")
+    s.set_defaults(func=cmd_check_host)
+
+    s = sub.add_parser("trust-host", help="record a host's SSH key after you have checked its fingerprint",
+                       description="Connect to a host whose key is not yet in known_hosts, show the key's "
+                                   "fingerprint, and after you confirm it record it in the known_hosts file "
+                                   "the host uses. reprobook never accepts an unknown key by itself.")
+    s.add_argument("host")
+    s.add_argument("--yes", action="store_true", help="do not ask (only after checking the fingerprint)")
+    s.set_defaults(func=cmd_trust_host)
+
+    s = sub.add_parser("book", help="build the website into _build/html",
+                       description="Build the book with Jupyter Book (warnings are errors; a failing notebook "
+                                   "fails the build). Notebooks re-execute only when their code changed.")
+    s.add_argument("--clean", action="store_true", help="remove _build first (a cold build)")
+    s.add_argument("-q", "--quiet", action="store_true", help="less output")
+    s.set_defaults(func=cmd_book)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ReprobookError as exc:
+        print(f"reprobook: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("\nreprobook: interrupted. A live run goes on on its host; `reprobook attach RUN_ID` resumes.",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

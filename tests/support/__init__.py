@@ -1,0 +1,1 @@
+"""Test-support helpers: real sshd servers on loopback and a headless browser."""

@@ -1,0 +1,130 @@
+"""A local web server and a headless Chromium, to look at the built book as a reader would.
+
+Chromium is Debian's (``/usr/bin/chromium``, installed by
+``.ci/install-system-deps.sh``), driven by Playwright; Playwright's own browser
+downloads are never used. Example::
+
+    with serve_directory(book_html) as url, browser() as b:
+        page = b.new_page()
+        page.goto(url + "index.html")
+        report = page_report(page)
+        assert all(img["naturalWidth"] > 0 for img in report["images"])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+CHROMIUM = os.environ.get("REPROBOOK_CHROMIUM", "/usr/bin/chromium")
+
+# --headless: Playwright adds it too when headless=True; kept so the flags
+# read as a complete list. --no-sandbox: Chromium refuses to run as root with
+# its sandbox. The rest keep it off the network: there is none here but
+# loopback, and a page that needs a CDN must fail the same way everywhere
+# rather than hang on DNS or reach out where CI has a network.
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass  # a line per request would bury pytest's report
+
+
+@contextlib.contextmanager
+def serve_directory(path) -> Iterator[str]:
+    """Serve `path` over HTTP on 127.0.0.1 and yield the base URL, ending in ``/``.
+
+    Binds port 0, so there is no race for the port. The server runs in a
+    thread and is shut down when the block exits.
+    """
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise NotADirectoryError(f"cannot serve {root}: not a directory")
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def browser(executable_path: str | None = None, *, extra_args=()) -> Iterator[Browser]:
+    """Launch headless Chromium through Playwright and yield the ``Browser``.
+
+    Parameters
+    ----------
+    executable_path : str, optional
+        The Chromium binary; by default ``$REPROBOOK_CHROMIUM`` or ``/usr/bin/chromium``.
+    extra_args : sequence of str
+        More command-line flags, after `CHROMIUM_ARGS`.
+    """
+    from playwright.sync_api import sync_playwright  # only the browser tests need it
+
+    executable = executable_path or CHROMIUM
+    if not Path(executable).is_file():
+        raise FileNotFoundError(f"Chromium not found at {executable}; install it with .ci/install-system-deps.sh")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=[*CHROMIUM_ARGS, *extra_args],
+            timeout=30_000,
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+_PAGE_REPORT_JS = """
+() => ({
+    title: document.title,
+    text: document.body ? document.body.innerText : "",
+    images: Array.from(document.images).map(img => ({
+        src: img.currentSrc || img.src,
+        alt: img.alt,
+        naturalWidth: img.naturalWidth,
+        naturalHeight: img.naturalHeight,
+        complete: img.complete,
+    })),
+})
+"""
+
+
+def page_report(page: Page) -> dict:
+    """What a reader of `page` sees: title, visible text and every image.
+
+    Returns ``{"title": str, "text": str, "images": [{"src", "alt",
+    "naturalWidth", "naturalHeight", "complete"}, ...]}``. ``text`` is the
+    body's ``innerText`` (rendered text only: no hidden elements, no markup).
+    An ``<img>`` whose file is missing or not an image has ``naturalWidth``
+    0 once ``complete``. Call it after ``page.goto``, which waits for the
+    load event and so for the images; ``loading="lazy"`` images below the
+    fold are only fetched once scrolled into view.
+    """
+    return page.evaluate(_PAGE_REPORT_JS)
