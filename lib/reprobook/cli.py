@@ -193,23 +193,8 @@ def cmd_trust_host(args) -> int:
 
 
 def cmd_book(args) -> int:
-    project = _project()
-    if args.clean:
-        shutil.rmtree(project.root / "_build", ignore_errors=True)
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(project.root), "-W", "--keep-going"]
-    if args.quiet:
-        cmd.append("-q")
-    env = {**os.environ, "REPROBOOK_ROOT": str(project.root)}
-    t0 = time.monotonic()
-    rc = subprocess.call(cmd, env=env)
-    took = time.monotonic() - t0
-    index = project.root / "_build" / "html" / "index.html"
-    if rc != 0:
-        print(f"book build FAILED after {took:.1f} s (exit {rc}); see the messages above", file=sys.stderr)
-        return EXIT_ERROR
-    print(f"book built in {took:.1f} s: {index}")
-    return 0
+    from .book import build
+    return EXIT_ERROR if build(_project(), clean=args.clean, quiet=args.quiet) else 0
 
 
 # --------------------------------------------------------------------------- parser
@@ -288,7 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("book", help="build the website into _build/html",
                        description="Build the book with Jupyter Book (warnings are errors; a failing notebook "
-                                   "fails the build). Notebooks re-execute only when their code changed.")
+                                   "fails the build). A page re-executes only when its code or its data changed "
+                                   "(the paper's configuration, a newly recorded run, the artifact source, the "
+                                   "library).")
     s.add_argument("--clean", action="store_true", help="remove _build first (a cold build)")
     s.add_argument("-q", "--quiet", action="store_true", help="less output")
     s.set_defaults(func=cmd_book)

@@ -67,6 +67,10 @@ rundir=$1; lines=$2
 if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
 cd "$rundir"
 pid=$(cat pid 2>/dev/null)
+# liveness first, exit code second: a wrapper that ends in between has written its exit code already
+alive=no
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; then alive=yes; fi
+echo "alive=$alive"
 echo "exists=yes"
 echo "pid=$pid"
 echo "started=$(cat started 2>/dev/null)"
@@ -75,9 +79,6 @@ echo "exit_code=$(cat exit_code 2>/dev/null)"
 echo "cancelled=$([ -f cancelled ] && echo yes || echo no)"
 now_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo none)
 echo "same_boot=$([ "$(cat boot_id 2>/dev/null)" = "$now_boot" ] && echo yes || echo no)"
-alive=no
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; then alive=yes; fi
-echo "alive=$alive"
 echo "now=$(date +%s)"
 echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
 echo "step=$(grep -a '^### reprobook step' log 2>/dev/null | tail -n 1 | cut -c 20-200)"

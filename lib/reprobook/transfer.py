@@ -109,8 +109,8 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *,
         except OSError as exc:
             _drop(part)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM):
-                raise OutputError(f"cannot write the fetched file ({os.strerror(exc.errno)}); "
-                                  f"{len(fetched)} file(s) fetched before this one are kept. Free space or fix "
+                raise OutputError(f"cannot write the fetched file ({os.strerror(exc.errno)}); the files "
+                                  f"fetched so far are kept. Free space or fix "
                                   f"permissions, then fetch again: only what is missing is transferred.",
                                   file=dest) from None
             raise TestbedError(f"transfer of {rf.relpath} broke off ({exc}); fetch again to resume",

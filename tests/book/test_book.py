@@ -1,0 +1,100 @@
+"""The website: built for real with Jupyter Book, then looked at in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.web import browser, page_report, serve_directory
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIM_PAGES = ["vector-commitments", "validator-throughput", "archive-throughput"]
+pytestmark = pytest.mark.book
+
+
+def _build(root: Path, mirror: Path, runs: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "REPROBOOK_ROOT": str(root), "REPROBOOK_ARTIFACT_MIRROR": str(mirror),
+           "REPROBOOK_RUNS": str(runs)}
+    return subprocess.run([sys.executable, "-m", "reprobook", "book", "-q"], cwd=root, capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+@pytest.fixture(scope="module")
+def empty_runs(tmp_path_factory):
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
+def site(mirror, empty_runs):
+    out = _build(ROOT, mirror, empty_runs)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    html = ROOT / "_build" / "html"
+    assert (html / "book" / "summary.html").is_file()
+    with serve_directory(html) as base:
+        yield base
+
+
+@pytest.mark.browser
+def test_summary_lists_three_computed_verdicts(site):
+    with browser() as b:
+        page = b.new_page()
+        page.goto(site + "book/summary.html")
+        rows = page.eval_on_selector_all(
+            "table.reprobook-summary tbody tr",
+            "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+        links = page.eval_on_selector_all("table.reprobook-summary a", "as => as.map(a => a.href)")
+        assert len(rows) == 3
+        assert [r[2] for r in rows] == ["holds", "holds", "holds"]
+        assert [r[4] for r in rows] == ["reference"] * 3
+        margins = [float(r[3].rstrip("%")) for r in rows]
+        assert margins == [88.4, 1.7, 20.5]  # computed from the authors' files at build time
+        for link in links:
+            sub = b.new_page()
+            assert sub.goto(link).status == 200
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("claim", CLAIM_PAGES)
+def test_claim_page_shows_figure_verdict_and_source(site, claim):
+    with browser() as b:
+        page = b.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(site + f"notebooks/aardvark/{claim}.html")
+        page.wait_for_load_state("load")
+        report = page_report(page)
+        plots = [i for i in report["images"] if "_images/" in i["src"]]
+        assert plots and all(i["naturalWidth"] > 300 and i["naturalHeight"] > 200 for i in plots), report["images"]
+        assert "Verdict: holds" in report["text"]
+        assert "Source of the measured numbers: the authors' shipped outputs" in report["text"]
+        if claim == "vector-commitments":  # its published numbers are the authors' raw results, and it says so
+            assert "raw results behind Table 1" in report["text"]
+        else:  # the provenance of each published number, rendered as a table
+            assert page.locator("table th", has_text="how exact").count() == 1
+            assert "approximate (stated as “about”)" in report["text"]
+
+
+def test_rebuild_with_nothing_changed_executes_nothing(site, mirror, empty_runs):
+    out = _build(ROOT, mirror, empty_runs)
+    assert out.returncode == 0
+    assert "Executing" not in out.stdout + out.stderr
+
+
+def test_a_failing_notebook_fails_the_build(tmp_path, mirror):
+    root = tmp_path / "book"
+    root.mkdir()
+    for item in ("_config.yml", "_toc.yml", "book", "notebooks", "configs"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / item)
+    nb_path = root / "notebooks" / "aardvark" / "archive-throughput.ipynb"
+    nb = json.loads(nb_path.read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "raise RuntimeError('deliberately broken')"})
+    nb_path.write_text(json.dumps(nb))
+    out = _build(root, mirror, tmp_path / "runs")
+    assert out.returncode != 0
+    assert "deliberately broken" in out.stdout + out.stderr or "archive-throughput" in out.stdout + out.stderr

@@ -1,0 +1,73 @@
+"""The claim notebooks: stored clean, documented parameters, and runnable with papermill for every source."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted(ROOT.glob("notebooks/*/*.ipynb")) + sorted(ROOT.glob("book/**/*.ipynb"))
+CLAIMS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_without_outputs(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        assert not cell.get("outputs"), f"{path}: a cell has outputs"
+        assert cell.get("execution_count") is None, f"{path}: a cell has an execution count"
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path}: volatile metadata"
+
+
+def test_every_claim_has_a_notebook():
+    from reprobook.config import load_project
+    keys = {c.key for c in load_project(ROOT).all_claims()}
+    assert keys == {f"{p.parent.name}/{p.stem}" for p in CLAIMS}
+
+
+@pytest.mark.parametrize("path", CLAIMS, ids=lambda p: p.stem)
+def test_parameters_cell(path):
+    nb = json.loads(path.read_text())
+    tagged = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1
+    lines = "".join(tagged[0]["source"]).splitlines()
+    assert any(line.startswith("source: str = ") for line in lines)
+    assert any(line.startswith("host: str = ") for line in lines)
+    for line in lines:
+        assert re.match(r"^\w+: \w+ = .+  # .+", line), f"undocumented parameter line: {line!r}"
+        assert not re.search(r"(?i)pass(word)?|secret|token|key_?file", line), line
+
+
+def _verdict(out: Path) -> str:
+    nb = json.loads(out.read_text())
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if "text/html" in data and "reprobook-verdict" in "".join(data["text/html"]):
+                return "".join(data["text/html"])
+    raise AssertionError(f"no verdict shown in {out}")
+
+
+@pytest.mark.parametrize("path", CLAIMS, ids=lambda p: p.stem)
+def test_papermill_reference(path, tmp_path, mirror):
+    out = tmp_path / "out.ipynb"
+    pm.execute_notebook(str(path), str(out), parameters={"source": "reference"}, cwd=str(path.parent),
+                        progress_bar=False, kernel_name="python3")
+    html = _verdict(out)
+    assert ">holds</b>" in html and "the authors&#x27; shipped outputs" in html
+
+
+def test_honest_not_run_without_outputs(tmp_path, monkeypatch):
+    """No run recorded and the authors' outputs unobtainable: the page says "not run", and why."""
+    monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "empty"))
+    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{tmp_path}/no-git/")
+    path = ROOT / "notebooks" / "aardvark" / "validator-throughput.ipynb"
+    out = tmp_path / "out.ipynb"
+    pm.execute_notebook(str(path), str(out), parameters={"source": "auto"}, cwd=str(path.parent),
+                        progress_bar=False, kernel_name="python3")
+    html = _verdict(out)
+    assert ">not run</b>" in html and "could not be obtained" in html

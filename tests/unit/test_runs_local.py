@@ -1,0 +1,110 @@
+"""Run store, transfers and detached jobs on the `local` host (the SSH versions are in tests/integration)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from reprobook import jobs
+from reprobook.config import HostSpec, OutputSpec, load_project
+from reprobook.errors import ExperimentError, HostBusy, OutputError, RunLost
+from reprobook.hosts import LocalHost
+from reprobook.runs import RunStore, run_id_for
+from reprobook.transfer import fetch
+
+
+@pytest.fixture
+def host(tmp_path):
+    return LocalHost(HostSpec(name="local", ssh="local", workdir=str(tmp_path / "work")))
+
+
+def test_run_store_is_owner_only_and_finds_latest(root, tmp_path):
+    claim = load_project(root).claim("aardvark/archive-throughput")
+    store = RunStore(tmp_path / "runs")
+    a = store.create(claim, "run-a", source="live", status="succeeded")
+    b = store.create(claim, "run-b", source="live", status="failed")
+    assert stat.S_IMODE(os.stat(a.path).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp_path / "runs").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(a.path / "manifest.json").st_mode) == 0o600
+    assert store.latest(claim).id == "run-a"  # the failed one is newer but not eligible
+    assert store.load("run-b").status == "failed"
+    assert run_id_for(claim, "h", {"x": 1}) == run_id_for(claim, "h", {"x": 1}) != run_id_for(claim, "h", {"x": 2})
+
+
+def test_fetch_resumes_and_verifies(host, tmp_path):
+    out = Path(host.workdir) / "out"
+    out.mkdir(parents=True)
+    for i in range(5):
+        (out / f"f{i}.txt").write_text(f"data {i}\n" * 100)
+    outputs = {"logs": OutputSpec("logs", "out", "f*.txt")}
+    first = fetch(host, outputs, tmp_path / "run")
+    assert sorted(f.transferred for f in first) == [True] * 5
+    (tmp_path / "run" / "outputs" / "logs" / "f3.txt").unlink()  # an interrupted fetch lost one file
+    (out / "f1.txt").write_text("changed\n")                     # and one changed on the host
+    again = {f.path: f.transferred for f in fetch(host, outputs, tmp_path / "run")}
+    assert again == {f"outputs/logs/f{i}.txt": i in (1, 3) for i in range(5)}
+    assert (tmp_path / "run" / "outputs" / "logs" / "f1.txt").read_text() == "changed\n"
+
+
+def test_full_disk_gives_clear_error_and_keeps_what_was_fetched(host, tmp_path):
+    out = Path(host.workdir) / "out"
+    out.mkdir(parents=True)
+    (out / "a.txt").write_text("a")
+    run = tmp_path / "run"
+    outputs = {"o": OutputSpec("o", "out", "*.txt")}
+    fetch(host, outputs, run)
+    (out / "b.txt").write_text("b" * 10000)
+    # the next file lands on a "disk" that is full: /dev/full answers every write with ENOSPC
+    (run / "outputs" / "o" / "b.txt.part").symlink_to("/dev/full")
+    with pytest.raises(OutputError) as err:
+        fetch(host, outputs, run)
+    assert "No space left on device" in str(err.value) and "b.txt" in str(err.value)
+    assert "the files fetched so far are kept" in str(err.value)
+    assert (run / "outputs" / "o" / "a.txt").read_text() == "a"
+    assert not (run / "outputs" / "o" / "b.txt").exists()
+    done = fetch(host, outputs, run)  # space is back: only the missing file moves
+    assert {f.path: f.transferred for f in done} == {"outputs/o/a.txt": False, "outputs/o/b.txt": True}
+
+
+def test_jobs_lifecycle_on_local_host(host):
+    job, started = jobs.launch(host, "job-1", "echo hello; sleep 0.3; echo bye")
+    assert started
+    st = job.wait(progress=False, poll_s=0.1)
+    assert st.state == "succeeded" and st.exit_code == 0 and "bye" in st.log_tail
+    same, started = jobs.launch(host, "job-1", "echo hello")
+    assert not started  # attaching, not starting twice
+
+    bad, _ = jobs.launch(host, "job-2", "echo partial; exit 4")
+    st = bad.wait(progress=False, poll_s=0.1)
+    assert st.state == "failed" and st.exit_code == 4
+    with pytest.raises(ExperimentError) as err:
+        bad.raise_for_status(st)
+    assert "exit code: 4" in str(err.value) and "partial" in str(err.value)
+
+
+def test_killed_job_is_lost_not_running_forever(host):
+    job, _ = jobs.launch(host, "job-k", "echo started; sleep 60")
+    time.sleep(0.3)
+    pid = int(Path(job.remote_dir, "pid").read_text())
+    os.killpg(pid, signal.SIGKILL)  # the host "reboots": every process of the job is gone
+    st = job.wait(progress=False, poll_s=0.1)
+    assert st.state == "lost" and st.exit_code is None
+    with pytest.raises(RunLost, match="no exit code"):
+        job.raise_for_status(st)
+    # the lock died with the process: a new run may start
+    other, started = jobs.launch(host, "job-after", "true")
+    assert started and other.wait(progress=False, poll_s=0.1).state == "succeeded"
+
+
+def test_lock_names_the_holder(host):
+    a, _ = jobs.launch(host, "holder", "sleep 20")
+    try:
+        with pytest.raises(HostBusy, match="holder"):
+            jobs.launch(host, "second", "true")
+    finally:
+        assert a.cancel().state == "cancelled"
