@@ -42,7 +42,7 @@ def _library_hash() -> str:
 def fingerprints(project: Project) -> dict[str, str]:
     """Page (relative path) -> fingerprint of the data it is computed from."""
     s = project.settings
-    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url, str(s.runs_dir))
+    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url)
     store = RunStore(s.runs_dir)
     pages: dict[str, str] = {}
     per_claim = []
