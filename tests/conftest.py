@@ -16,11 +16,19 @@ def root() -> Path:
     return ROOT
 
 
+def require_mirror() -> Path:
+    """The artifact mirror; in CI its absence is a failure, elsewhere a skip with the reason."""
+    if not MIRROR.is_dir():
+        why = f"no artifact mirror at {MIRROR} (set REPROBOOK_ARTIFACT_MIRROR)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return MIRROR
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    if not MIRROR.is_dir():
-        pytest.skip(f"no artifact mirror at {MIRROR} (set REPROBOOK_ARTIFACT_MIRROR)")
-    return MIRROR
+    return require_mirror()
 
 
 @pytest.fixture(autouse=True)

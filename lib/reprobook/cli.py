@@ -6,8 +6,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path

@@ -187,6 +187,7 @@ class Job:
                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s expected {postfix}"
                        if total else "{desc}: {n:.0f} s {postfix}")
         down_since = None
+        delay = 0.05  # poll fast at first (short jobs end quickly), then back off to poll_s
         try:
             while True:
                 try:
@@ -211,7 +212,8 @@ class Job:
                     bar.set_postfix_str((st.step + " | " if st.step else "") + st.last_line[-80:], refresh=True)
                 if st.done:
                     return st
-                time.sleep(poll_s)
+                time.sleep(delay)
+                delay = min(poll_s, delay * 1.5)
         finally:
             if bar is not None:
                 bar.close()

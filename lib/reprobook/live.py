@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-from pathlib import Path
 from typing import Mapping
 
 from .config import Claim, HostSpec, Paper, Project, Repository

@@ -10,7 +10,6 @@ so the ``go test -v`` inputs here are constructed from the format the guide and
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -34,15 +33,9 @@ LATENCY_COLUMNS = ["system", "op", "iteration", "latency_us"]
 FUZZ = settings(max_examples=100, deadline=None)
 
 
-def mirror_root() -> Path:
-    env = os.environ.get("REPROBOOK_ARTIFACT_MIRROR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "artifacts"
-
-
 def artifact(relative: str) -> Path:
-    root = mirror_root()
-    if not root.is_dir():
-        pytest.skip(f"artifact mirror {root} not found; set REPROBOOK_ARTIFACT_MIRROR to it")
+    from tests.conftest import require_mirror
+    root = require_mirror()
     path = root / relative
     assert path.is_file(), f"{path} is missing from the artifact mirror at {root}"
     return path

@@ -27,7 +27,7 @@ def test_run_store_is_owner_only_and_finds_latest(root, tmp_path):
     claim = load_project(root).claim("aardvark/archive-throughput")
     store = RunStore(tmp_path / "runs")
     a = store.create(claim, "run-a", source="live", status="succeeded")
-    b = store.create(claim, "run-b", source="live", status="failed")
+    store.create(claim, "run-b", source="live", status="failed")
     assert stat.S_IMODE(os.stat(a.path).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(tmp_path / "runs").st_mode) == 0o700
     assert stat.S_IMODE(os.stat(a.path / "manifest.json").st_mode) == 0o600
