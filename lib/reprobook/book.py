@@ -58,12 +58,22 @@ def fingerprints(project: Project) -> dict[str, str]:
     return pages
 
 
+def site_fingerprint(project: Project, pages: dict[str, str]) -> str:
+    """Everything the website is built from: the page fingerprints and every source file of the book."""
+    root = project.root
+    files = [root / "_config.yml", root / "_toc.yml"]
+    for top in ("book", "notebooks", "configs"):
+        files += sorted(p for p in (root / top).rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+    parts = [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in files if p.is_file()]
+    return _h(*parts, json.dumps(pages, sort_keys=True))
+
+
 def invalidate_stale(project: Project) -> list[str]:
     """Drop the cache entries of pages whose inputs changed since the last successful build; return them."""
     root = project.root
     build = root / "_build"
     state_file = build / STATE
-    old = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    old = json.loads(state_file.read_text()).get("pages", {}) if state_file.is_file() else {}
     new = fingerprints(project)
     stale = [page for page, fp in new.items() if old.get(page) != fp and (root / page).is_file()]
     cache_dir = build / ".jupyter_cache"
@@ -86,6 +96,14 @@ def build(project: Project, *, clean: bool = False, quiet: bool = False) -> int:
     root = project.root
     if clean:
         shutil.rmtree(root / "_build", ignore_errors=True)
+    state_file = root / "_build" / STATE
+    pages = fingerprints(project)
+    site = site_fingerprint(project, pages)
+    if state_file.is_file() and (root / "_build" / "html" / "index.html").is_file():
+        if json.loads(state_file.read_text()).get("site") == site:
+            print(f"book is up to date (no page, notebook, configuration, run or library change): "
+                  f"{root / '_build' / 'html' / 'index.html'}")
+            return 0
     stale = invalidate_stale(project)
     if stale and not quiet:
         print(f"inputs changed for: {', '.join(stale)}")
@@ -97,7 +115,7 @@ def build(project: Project, *, clean: bool = False, quiet: bool = False) -> int:
     rc = subprocess.call(cmd, env={**os.environ, "REPROBOOK_ROOT": str(root)})
     took = time.monotonic() - t0
     if rc == 0:
-        (root / "_build" / STATE).write_text(json.dumps(fingerprints(project), indent=1, sort_keys=True))
+        state_file.write_text(json.dumps({"pages": pages, "site": site}, indent=1, sort_keys=True))
         print(f"book built in {took:.1f} s: {root / '_build' / 'html' / 'index.html'}")
     else:
         print(f"book build FAILED after {took:.1f} s (exit {rc}); see the messages above", file=sys.stderr)

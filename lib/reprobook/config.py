@@ -459,7 +459,7 @@ def load_project(root: Path | None = None) -> Project:
         artifact_mirror=path_setting("REPROBOOK_ARTIFACT_MIRROR", "artifact_mirror", None),
         artifact_cache=path_setting("REPROBOOK_ARTIFACT_CACHE", "artifact_cache", "~/.cache/reprobook/artifacts"),
         git_base_url=os.environ.get("REPROBOOK_GIT_BASE_URL") or raw.get("git_base_url", "https://github.com/"),
-        redact_hosts=bool(raw.get("redact_hosts", False)),
+        redact_hosts=os.environ.get("REPROBOOK_REDACT_HOSTS", str(raw.get("redact_hosts", False))).lower() in ("1", "true", "yes"),
         poll_interval_s=float(raw.get("poll_interval_s", 5.0)),
         ssh_config=path_setting("REPROBOOK_SSH_CONFIG", "", None),
     )

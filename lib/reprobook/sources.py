@@ -64,14 +64,17 @@ class Outputs:
         return f"<div><b>Numbers from:</b> {escape(self.label)}{extra}<ul>{items}</ul></div>"
 
 
-def from_run(claim: Claim, run: Run) -> Outputs:
+def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
+    """The outputs recorded in ``run``, after checking every file against the manifest's sha256."""
     run.verify()
     files: dict[str, list[Path]] = {}
     for f in run.manifest.get("files", []):
         files.setdefault(f["output"], []).append(run.path / f["path"])
-    host = run.manifest.get("host", "?")
-    return Outputs(claim.key, "live", f"run {run.id} on host {host!r} ({run.manifest.get('ended') or run.manifest.get('created')})",
-                   {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, location=str(run.path))
+    host = "a host (name withheld)" if redact_hosts else f"host {run.manifest.get('host', '?')!r}"
+    when = run.manifest.get("ended") or run.manifest.get("created")
+    return Outputs(claim.key, "live", f"run {run.id} on {host} ({when})",
+                   {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id,
+                   location="(withheld)" if redact_hosts else str(run.path))
 
 
 def reference(project: Project, claim: Claim) -> Outputs:
@@ -96,7 +99,7 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
     if source == "auto":
         run = store.latest(claim)
         if run is not None:
-            return from_run(claim, run)
+            return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
         try:
             return reference(project, claim)
         except ArtifactError as exc:
@@ -108,11 +111,11 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
         from .live import perform
         run = perform(project, claim, host, dict(params or {}), new=new,
                       allow_insufficient=allow_insufficient, progress=progress)
-        return from_run(claim, run)
+        return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
     run = store.load(source)
     if run.manifest.get("claim") != claim.id or run.manifest.get("paper") != claim.paper:
         raise ConfigError(f"run {source} belongs to {run.manifest.get('paper')}/{run.manifest.get('claim')}, "
                           f"not to {claim.key}")
     if run.status != "succeeded":
         raise ConfigError(f"run {source} did not succeed (status: {run.status}); its outputs are in {run.path}")
-    return from_run(claim, run)
+    return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
