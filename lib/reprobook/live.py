@@ -158,9 +158,10 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
 def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
     """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed."""
     host = job.host
-    log = host.run(f"cat {shlex.quote(job.remote_dir)}/log 2>/dev/null || true", retries=2).stdout
+    d = shlex.quote(job.remote_dir)
+    both = host.run(f"cat {d}/checkout.txt 2>/dev/null; echo RB:LOG; cat {d}/log 2>/dev/null; true", retries=2).stdout
+    checkouts, _, log = both.partition("RB:LOG\n")
     (run.path / "log.txt").write_text(log)
-    checkouts = host.run(f"cat {shlex.quote(job.remote_dir)}/checkout.txt 2>/dev/null || true", retries=2).stdout
     run.update(status=st.state if st.state != "succeeded" else "fetching", exit_code=st.exit_code,
                started=_iso(st.started), ended=_iso(st.ended),
                checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))

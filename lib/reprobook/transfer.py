@@ -35,6 +35,8 @@ from .errors import OutputError, TestbedError
 from .hosts import Host, SshHost
 
 STATE = ".fetch-state.json"
+RSYNC_MIN_BYTES = 32 << 20
+RSYNC_MIN_FILES = 64
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,9 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
           method: str = "auto") -> list[FetchedFile]:
     """Bring the outputs into ``local_dir/outputs/<name>/...``, transferring only what is missing or changed.
 
-    ``method`` is ``auto`` (rsync when the host is reached over SSH and rsync
-    is installed on both ends, else SFTP), ``rsync``, or ``sftp``.
+    ``method`` is ``auto`` (rsync for bulk transfers when the host is reached
+    over SSH and rsync is installed on both ends, else SFTP), ``rsync``, or
+    ``sftp``.
 
     Raises
     ------
@@ -144,7 +147,10 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
         todo.append(rf)
     if todo:
         if method == "auto":
-            method = "rsync" if _rsync_usable(host) else "sftp"
+            # a few small files ride the open SSH connection; bulk goes to rsync, whose own
+            # connection costs a handshake but which moves data at OpenSSH's speed
+            bulk = sum(rf.size for rf in todo) >= RSYNC_MIN_BYTES or len(todo) >= RSYNC_MIN_FILES
+            method = "rsync" if bulk and _rsync_usable(host) else "sftp"
         try:
             if method == "rsync":
                 _via_rsync(host, todo, local_dir, state, result)
