@@ -377,22 +377,30 @@ class SshHost(Host):
 
 
 def _drain(chan, timeout: float | None) -> tuple[str, str]:
-    """Read stdout and stderr of a channel until the command ends, without busy-waiting."""
+    """Read stdout and stderr of a channel until the command ends.
+
+    Paramiko wakes ``select`` only for stdout data and EOF, so the wait is
+    short (10 ms) to notice stderr and the exit status promptly.
+    """
     out, err = bytearray(), bytearray()
     deadline = time.monotonic() + timeout if timeout else None
     while True:
-        select.select([chan], [], [], 0.5)
         while chan.recv_ready():
             out += chan.recv(1 << 16)
         while chan.recv_stderr_ready():
             err += chan.recv_stderr(1 << 16)
-        if chan.closed or (chan.eof_received and chan.exit_status_ready()
-                           and not chan.recv_ready() and not chan.recv_stderr_ready()):
+        if chan.exit_status_ready() and (chan.eof_received or chan.closed):
+            if not chan.recv_ready() and not chan.recv_stderr_ready():
+                break
+            continue
+        if chan.closed:
             break
-        if chan.get_transport() is None or not chan.get_transport().is_active():
+        transport = chan.get_transport()
+        if transport is None or not transport.is_active():
             raise EOFError("transport closed")
         if deadline and time.monotonic() > deadline:
             raise socket.timeout(f"command did not finish within {timeout} s")
+        select.select([chan], [], [], 0.01)
     return out.decode(errors="replace"), err.decode(errors="replace")
 
 
