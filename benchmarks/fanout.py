@@ -1,0 +1,119 @@
+"""One command on 8 hosts at once against the same command on 1 host.
+
+Eight hosts ``node1`` .. ``node8`` (127.0.0.2 .. 127.0.0.9), one sshd each. reprobook:
+`reprobook.group.HostGroup.run` on a new group (connections opened in parallel, as a notebook does
+it once) and again on the same group (connections open). Plain: ``ssh -F cfg nodeN cmd`` as 8
+parallel subprocesses against 1.
+
+Commands: ``sleep 0.2; hostname`` (waiting, the orchestration is what is measured; the target
+applies) and ``sha256sum`` of a 16 MiB file (CPU work: 8 hashes on this machine's cores cannot take
+the time of one, so it is given for information, next to plain ssh's ratio).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from .common import MIB, Context, CpuMeter, Result, Samples, fmt_s, timed
+
+TARGET_RATIO = 1.5
+N_HOSTS = 8
+
+
+def run(ctx: Context) -> list[Result]:
+    from reprobook.group import HostGroup
+
+    ctx.log(f"starting {N_HOSTS} sshd hosts on 127.0.0.2 .. 127.0.0.{N_HOSTS + 1}")
+    aliases = [ctx.node(i) for i in range(1, N_HOSTS + 1)]
+    data = ctx.tmp / "fanout-16MiB.bin"
+    data.write_bytes(os.urandom(16 * MIB))
+    commands = {"sleep 0.2; hostname": True, f"sha256sum {data}": False}
+    if ctx.quick:
+        commands.popitem()  # the CPU-bound variant is for information only
+    repeats = ctx.repeats(3, 1)
+    warmup = 0 if ctx.quick else 1  # first connections and imports; --quick saves the round
+
+    def group_run(group, cmd):
+        res = group.run(cmd)
+        if len(res.succeeded) != len(group.hosts) or not all(r.stdout.strip() for r in res.succeeded.values()):
+            raise RuntimeError(f"{cmd!r} failed on {sorted(res.failed)}: {list(res.failed.values())[:1]}")
+        return res
+
+    def plain_run(hosts, cmd):
+        procs = [subprocess.Popen(ctx.ssh_argv(a) + [cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for a in hosts]
+        outs = [p.communicate() for p in procs]
+        bad = [(a, p.returncode, e) for a, p, (o, e) in zip(hosts, procs, outs) if p.returncode != 0 or not o.strip()]
+        if bad:
+            raise RuntimeError(f"plain ssh {cmd!r} failed: {bad[:1]}")
+
+    results = []
+    for cmd, targeted in commands.items():
+        short = cmd if targeted else "sha256sum 16 MiB"
+        t = {k: [] for k in ("cold8", "warm8", "cold1", "warm1", "plain8", "plain1")}
+        cpu = {k: CpuMeter() for k in t}
+        host_cpu = {"reprobook8": 0.0, "plain8": 0.0}
+        ctx.log(f"{short!r}: {repeats} round(s) (after {warmup} warm-up) of 8 hosts and 1 host, "
+                f"reprobook and plain ssh")
+        for i in range(1 - warmup, repeats + 1):  # round 0 is the warm-up
+            round_t = {}
+            meters = {k: CpuMeter() for k in t}
+            for n in (N_HOSTS, 1):
+                h0 = ctx.testbed_cpu_s()
+                group = HostGroup(ctx.ssh_host(a) for a in aliases[:n])
+                try:
+                    with meters[f"cold{n}"].measure():
+                        round_t[f"cold{n}"], _ = timed(lambda: group_run(group, cmd))
+                    with meters[f"warm{n}"].measure():
+                        round_t[f"warm{n}"], _ = timed(lambda: group_run(group, cmd))
+                finally:
+                    group.close()
+                h1 = ctx.testbed_cpu_s()
+                with meters[f"plain{n}"].measure():
+                    round_t[f"plain{n}"], _ = timed(lambda: plain_run(aliases[:n], cmd))
+                h2 = ctx.testbed_cpu_s()
+                if n == N_HOSTS and i > 0:
+                    host_cpu["reprobook8"] += (h1 - h0) / repeats
+                    host_cpu["plain8"] += (h2 - h1) / repeats
+            if i == 0:
+                continue  # warm-up
+            for k, m in meters.items():
+                cpu[k].process_s += m.process_s
+                cpu[k].machine_s += m.machine_s
+                cpu[k].wall_s += m.wall_s
+            for k, v in round_t.items():
+                t[k].append(v)
+            ctx.log(f"round {i}/{repeats}: " + ", ".join(f"{k} {fmt_s(v)}" for k, v in round_t.items()))
+        s = {k: Samples(tuple(v)) for k, v in t.items()}
+        plain_ratio = s["plain8"].median / s["plain1"].median
+        for kind, what in (("cold", "connecting"), ("warm", "connected")):
+            r8, r1 = s[f"{kind}8"].median, s[f"{kind}1"].median
+            ratio = r8 / r1
+            m8 = cpu[f"{kind}8"]
+            busy = m8.machine_s / m8.wall_s  # cores busy on average
+            cores = os.cpu_count()
+            notes = [f"during the 8-host runs the machine ({cores} cores, every process on it) was {busy / cores:.0%} "
+                     f"busy ({m8.machine_s / repeats:.2f} core-s per run, of which reprobook's own process "
+                     f"{m8.process_s / repeats:.2f}); the 8 hosts are sshd processes sharing those cores; "
+                     f"reprobook's 8-vs-1 ratio over plain ssh's: {ratio / plain_ratio:.2f}",
+                     f"the hosts' own CPU (sshd sessions, remote shells) per 8-host round: reprobook "
+                     f"{host_cpu['reprobook8']:.2f} core-s (8 connections, 2 commands each), plain ssh "
+                     f"{host_cpu['plain8']:.2f} core-s (8 connections, 1 command each); on {cores} cores that alone "
+                     f"takes >= {host_cpu['reprobook8'] / 2 / cores:.2f} s per 8-host run of reprobook, "
+                     f"{host_cpu['plain8'] / cores:.2f} s of plain ssh"]
+            results.append(Result(
+                "fanout", f"fanout {short!r} 8 vs 1 hosts, {what}",
+                f"reprobook 8 hosts {fmt_s(r8)}, 1 host {fmt_s(r1)}; plain ssh 8 {fmt_s(s['plain8'].median)}, "
+                f"1 {fmt_s(s['plain1'].median)}",
+                value=ratio, unit="x", plain_tool="ssh in parallel", plain_value=plain_ratio, ratio=ratio,
+                comparison=f"{ratio:.2f}x (plain ssh {plain_ratio:.2f}x)",
+                target=f"<= {TARGET_RATIO:g}x" if targeted else "",
+                passed=(ratio <= TARGET_RATIO) if targeted else None,
+                notes=notes if targeted else notes + [f"CPU-bound: {N_HOSTS} hashes share this machine's "
+                                                      f"{os.cpu_count()} cores (information, no target)"],
+                samples={**{k: v.as_dict() for k, v in s.items() if k.startswith((kind, "plain"))},
+                         "host_side_cpu_core_s_per_8_host_round": host_cpu,
+                         "cpu_core_s_per_run": {k: {"process": c.process_s / repeats, "machine": c.machine_s / repeats}
+                                                for k, c in cpu.items() if k.startswith((kind, "plain"))}}))
+    return results
