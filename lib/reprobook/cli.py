@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 import sys
 import time
@@ -282,6 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # paramiko logs transport failures (with tracebacks) from its own thread; reprobook reports
+    # them once, as an error naming the host and the fix
+    logging.getLogger("paramiko").addHandler(logging.NullHandler())
+    logging.getLogger("paramiko").propagate = False
     try:
         return args.func(args)
     except ReprobookError as exc:

@@ -327,6 +327,11 @@ class SshHost(Host):
         except paramiko.SSHException as exc:
             raise HostUnreachable(f"{where} did not complete the SSH handshake within {conn.connect_timeout} s "
                                   f"({exc}). Is an SSH server listening on that port?", host=self.name) from None
+        except paramiko.ssh_exception.NoValidConnectionsError as exc:
+            why = "; ".join(sorted({os.strerror(e.errno) if getattr(e, "errno", None) else str(e)
+                                    for e in exc.errors.values()})) or "no address to try"
+            raise HostUnreachable(f"cannot connect to {where}: {why}. Is the machine up, and the port right "
+                                  f"(hosts.yaml or ~/.ssh/config)?", host=self.name) from None
         except (OSError, EOFError) as exc:
             raise HostUnreachable(f"cannot connect to {where}: {exc}. Is the machine up, and the port right "
                                   f"(hosts.yaml or ~/.ssh/config)?", host=self.name) from None
@@ -367,13 +372,39 @@ class SshHost(Host):
         return Result(self.name, command, out, err, code)
 
     def sftp(self):
-        return self._open().sftp()
+        import paramiko
+
+        conn = self._open()
+        try:
+            return conn.sftp()
+        except (paramiko.SSHException, EOFError, socket.timeout) as exc:
+            self.close()
+            raise TestbedError(f"the SSH server offers no SFTP ({exc.__class__.__name__}: {exc or 'channel closed'}); "
+                               f"enable its sftp subsystem, or install rsync on both ends", host=self.name) from None
 
     def put(self, local: Path, remote: str) -> None:
-        self.sftp().put(str(local), remote)
+        self._sftp_call("put", str(local), remote)
 
     def get(self, remote: str, local: Path) -> None:
-        self.sftp().get(remote, str(local))
+        self._sftp_call("get", remote, str(local))
+
+    def _sftp_call(self, op: str, *args: str) -> None:
+        """An SFTP transfer; a connection that breaks off becomes a `TestbedError`, local disk errors stay `OSError`."""
+        import paramiko
+
+        sftp = self.sftp()
+        try:
+            getattr(sftp, op)(*args)
+        except (paramiko.SSHException, EOFError, socket.timeout, ConnectionError) as exc:
+            self.close()
+            raise TestbedError(f"the connection broke off during an SFTP {op} "
+                               f"({exc.__class__.__name__}: {exc or 'closed'})", host=self.name) from None
+        except OSError as exc:
+            if exc.errno is None and not isinstance(exc, FileNotFoundError):
+                # paramiko reports a dropped channel as a bare OSError ("Socket is closed")
+                self.close()
+                raise TestbedError(f"the connection broke off during an SFTP {op} ({exc})", host=self.name) from None
+            raise
 
 
 def _drain(chan, timeout: float | None) -> tuple[str, str]:

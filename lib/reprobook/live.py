@@ -16,7 +16,8 @@ import shlex
 from typing import Mapping
 
 from .config import Claim, HostSpec, Paper, Project, Repository
-from .errors import ConfigError, ExperimentError, OutputError, RequirementsNotMet, TestbedError
+from .errors import (ConfigError, ExperimentError, HostBusy, OutputError, ReprobookError, RequirementsNotMet,
+                     TestbedError)
 from .hosts import Host, open_host
 from .jobs import Job, JobStatus, launch
 from .runs import Run, RunStore, run_id_for, utcnow
@@ -141,8 +142,16 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
                            remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                            status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                           for r in paper.repositories.values()})
-        job, started = launch(host, run_id, script)
-        run.update(status="running", launched=utcnow() if started else run.manifest.get("launched", utcnow()))
+        try:
+            job, started = launch(host, run_id, script)
+        except HostBusy as exc:
+            run.update(status="refused", error=exc.message)
+            raise
+        except ReprobookError as exc:
+            # the connection may have dropped after the job started: `reprobook status` asks the host
+            run.update(status="launch-unknown", error=exc.message)
+            raise
+        run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
         return follow(project, claim, run, host, progress=progress, poll_s=poll_s)
 
 

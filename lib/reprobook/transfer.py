@@ -117,7 +117,8 @@ def _save_state(local_dir: Path, state: dict) -> None:
         tmp.write_text(json.dumps(state, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
-        pass  # the state only saves time; without it the next fetch re-checks by checksum
+        _drop(path.with_name(STATE + ".tmp"))  # the state only saves time; without it the next fetch
+        # compares checksums with the host (`_already_here`)
 
 
 def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, newer_than: str | None = None,
@@ -151,6 +152,8 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
                 continue
         todo.append(rf)
     if todo:
+        todo = _already_here(host, todo, local_dir, state, result)
+    if todo:
         if method == "auto":
             # a few small files ride the open SSH connection; bulk goes to rsync, whose own
             # connection costs a handshake but which moves data at OpenSSH's speed
@@ -167,11 +170,49 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
     return [result[r] for r in order]
 
 
-def _record(local_dir: Path, rf: RemoteFile, sha: str, state: dict, result: dict) -> None:
+def _record(local_dir: Path, rf: RemoteFile, sha: str, state: dict, result: dict, transferred: bool = True) -> None:
     rel = Path("outputs", rf.output, rf.relpath).as_posix()
     state[rel] = {"size": rf.size, "mtime": rf.mtime, "sha256": sha,
                   "local_mtime_ns": (local_dir / rel).stat().st_mtime_ns}
-    result[rel] = FetchedFile(rf.output, rel, rf.size, sha, transferred=True)
+    result[rel] = FetchedFile(rf.output, rel, rf.size, sha, transferred=transferred)
+
+
+_SUMS = r"""
+command -v sha256sum >/dev/null || exit 0
+for f in "$@"; do [ -f "$f" ] && sha256sum -- "$f"; done
+true
+"""
+
+
+def _already_here(host: Host, todo: list[RemoteFile], local_dir: Path, state: dict,
+                  result: dict) -> list[RemoteFile]:
+    """Files a previous fetch brought but could not record (its state was lost, e.g. on a full disk).
+
+    A local file of the listed size is kept, without transferring it, if its
+    sha256 equals the host's (one round trip for all candidates). Returns what
+    still has to be transferred.
+    """
+    candidates = [rf for rf in todo
+                  if (p := local_dir / "outputs" / rf.output / rf.relpath).is_file() and p.stat().st_size == rf.size]
+    if not candidates:
+        return todo
+    paths = [f"{rf.root}/{rf.relpath}" for rf in candidates]
+    try:
+        out = host.run("bash --norc -c " + shlex.quote(_SUMS) + " reprobook " + " ".join(shlex.quote(p) for p in paths),
+                       retries=1).stdout
+    except TestbedError:
+        return todo
+    remote = {}
+    for line in out.splitlines():
+        digest, _, path = line.partition("  ")
+        remote[path] = digest
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        local = list(pool.map(lambda rf: sha256_file(local_dir / "outputs" / rf.output / rf.relpath), candidates))
+    same = {id(rf) for rf, path, sha in zip(candidates, paths, local) if remote.get(path) == sha}
+    for rf, sha in zip(candidates, local):
+        if id(rf) in same:
+            _record(local_dir, rf, sha, state, result, transferred=False)
+    return [rf for rf in todo if id(rf) not in same]
 
 
 def _disk_error(exc: OSError, dest: Path) -> OutputError | None:
@@ -273,8 +314,11 @@ def _via_rsync(host: SshHost, todo: list[RemoteFile], local_dir: Path, state: di
             for rf, fut in pending:
                 _record(local_dir, rf, fut.result(), state, result)
             if rc != 0:
-                if "No space left" in err or "Permission denied (13)" in err or "Read-only file system" in err:
-                    raise OutputError(f"cannot write the fetched files ({err.strip().splitlines()[-1]}); the files "
+                disk = [line for line in err.splitlines()
+                        if "No space left" in line or "Permission denied (13)" in line
+                        or "Read-only file system" in line or "Disk quota exceeded" in line]
+                if disk:
+                    raise OutputError(f"cannot write the fetched files ({disk[0].strip()}); the files "
                                       f"fetched so far are kept. Free space or fix permissions, then fetch again.",
                                       file=dest)
                 raise TestbedError(f"rsync stopped with exit code {rc} after {len(pending)} of {len(group)} file(s) "

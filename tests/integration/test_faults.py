@@ -290,8 +290,6 @@ def test_rsync_fetch_cut_mid_transfer_resumes_with_only_the_missing_files(fixtur
         _resume_and_check(host, outputs, local, remote_dir, kept, "rsync")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a connection dropped in the middle of an SFTP file escapes fetch as "
-                                       "paramiko.SSHException, not a TestbedError naming the host")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # paramiko's prefetch thread
 def test_sftp_fetch_cut_in_the_middle_of_a_file_is_a_testbed_error(fixture, bed, tmp_path):
     project = load_project(fixture.root)
@@ -331,8 +329,6 @@ class _SshServerWithoutSftp(SshServer):
         self.config_path.write_text("".join(l for l in text.splitlines(True) if not l.startswith("Subsystem")))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: transfer._one_by_one lets paramiko.SSHException from host.get escape "
-                                       "instead of a TestbedError naming the host")
 def test_sftp_fetch_from_host_that_refuses_sftp_is_a_testbed_error(bed, tmp_path, monkeypatch):
     server = _SshServerWithoutSftp(bed.root / "hosts" / "nosftp", "127.0.0.4", bed.authorized_keys_path).start()
     try:
@@ -427,18 +423,12 @@ def test_fetch_onto_a_really_full_disk_keeps_what_fitted_and_completes_later(fix
     assert _litter(local) == []
 
 
-_RSYNC_HIDES_ENOSPC = pytest.mark.xfail(strict=True, reason="BUG: the rsync OutputError quotes rsync's last stderr "
-                                                             "line (its exit summary), not 'No space left on device'")
-
-
-@pytest.mark.parametrize("method", [pytest.param("rsync", marks=_RSYNC_HIDES_ENOSPC), "sftp"])
+@pytest.mark.parametrize("method", ["rsync", "sftp"])
 def test_full_disk_error_says_the_disk_is_full(fixture, small_disk, method):
     *_, err = _fill_the_disk(fixture, small_disk, method)
     assert "No space left on device" in str(err)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on a full disk the fetch state cannot be saved, so the next fetch "
-                                       "re-sends every file, not 'only what is missing' as the error promises")
 @pytest.mark.parametrize("method", ["rsync", "sftp"])
 def test_fetch_after_a_full_disk_transfers_only_what_is_missing(fixture, small_disk, method):
     project, outputs, local, remote, kept, _ = _fill_the_disk(fixture, small_disk, method)
@@ -584,11 +574,7 @@ def test_check_host_cli_exits_2_with_the_reason(check_host_cli, name, words):
     assert "reachable" not in res.stdout
 
 
-_PARAMIKO_TRACEBACK = pytest.mark.xfail(strict=True, reason="BUG: paramiko's transport thread logs the banner timeout "
-                                                             "with a traceback on stderr (the CLI sets up no logging)")
-
-
-@pytest.mark.parametrize("name", ["down", pytest.param("blackhole", marks=_PARAMIKO_TRACEBACK)])
+@pytest.mark.parametrize("name", ["down", "blackhole"])
 def test_check_host_cli_stderr_is_only_the_message(check_host_cli, name):
     res, _ = check_host_cli[name]
     assert res.returncode == 2
@@ -653,8 +639,6 @@ def test_different_runs_launched_at_once_one_is_refused_naming_the_other(fixture
     assert label == ("a" if won is a else "b")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: live.perform records the run as 'launching' before jobs.launch and "
-                                       "leaves it so when the host is busy")
 def test_run_refused_for_a_busy_host_is_not_left_recorded_as_launching(fixture):
     project = load_project(fixture.root)
     with open_host(project.hosts.host("node1"), project.settings) as host:
