@@ -13,12 +13,28 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import check, claim, describe, evaluate, glue_verdict, load, obtain, project, published  # noqa: E402
-from .checks import ClaimVerdict, Verdict  # noqa: E402
-from .errors import (ConfigError, ExperimentError, OutputError, ReprobookError,  # noqa: E402
-                     TestbedError)
-from . import plots  # noqa: E402
+# Names are imported on first use (PEP 562): the command line and the run machinery start
+# without loading pandas, matplotlib and seaborn.
+_LAZY = {**{name: "api" for name in ("check", "claim", "describe", "evaluate", "glue_verdict", "load", "obtain",
+                                     "project", "published")},
+         **{name: "checks" for name in ("ClaimVerdict", "Verdict")},
+         **{name: "errors" for name in ("ConfigError", "ExperimentError", "OutputError", "ReprobookError",
+                                        "TestbedError")}}
 
-__all__ = ["__version__", "check", "claim", "describe", "evaluate", "glue_verdict", "load", "obtain", "project", "published",
-           "plots", "ClaimVerdict", "Verdict", "ConfigError", "ExperimentError", "OutputError", "ReprobookError",
-           "TestbedError"]
+__all__ = ["__version__", "plots", *_LAZY]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "plots":
+        return importlib.import_module(".plots", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'reprobook' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

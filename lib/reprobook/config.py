@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -25,7 +26,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-import jsonschema
 import yaml
 
 from .errors import ConfigError
@@ -65,7 +65,7 @@ def load_yaml(path: Path, schema: str) -> dict:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
         raise ConfigError(f"not valid YAML: {exc}", file=path, key=where) from exc
-    validator = jsonschema.Draft202012Validator(_schema(schema))
+    validator = _jsonschema().Draft202012Validator(_schema(schema))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         err = errors[0]
@@ -83,6 +83,25 @@ def load_yaml(path: Path, schema: str) -> dict:
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(msg + more, file=path, key=key)
     return data
+
+
+def _jsonschema():
+    """``jsonschema``, imported without its optional RFC 3987 format checker.
+
+    Our schemas use no ``format``; that checker's grammar takes over a second
+    to build at import, on every command. Only the first import is affected.
+    """
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    block = "rfc3987_syntax" not in sys.modules
+    if block:
+        sys.modules["rfc3987_syntax"] = None  # makes `import rfc3987_syntax` raise ImportError
+    try:
+        import jsonschema
+    finally:
+        if block:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
 
 
 def _frozen(mapping: Mapping | None) -> Mapping:

@@ -357,7 +357,9 @@ class SshHost(Host):
         try:
             chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
             chan.settimeout(timeout)
-            chan.exec_command("bash -c " + shlex.quote(command))
+            # the login shell sshd starts has read the user's startup files once already; the bash
+            # it hands over to must not read them again (a pyenv or conda init costs ~0.1 s a time)
+            chan.exec_command("exec bash --norc --noprofile -c " + shlex.quote(command))
             chan.shutdown_write()
             out, err = _drain(chan, timeout)
             code = chan.recv_exit_status()

@@ -60,6 +60,9 @@ date +%s > "$rundir/started"
 setsid nohup bash "$rundir/wrapper.sh" "$rundir" > /dev/null 2>&1 < /dev/null 8>&- &
 echo $! > "$rundir/pid"
 echo "RB:STARTED $!"
+# a step that ends at once (a check, a trivial run) is reported in this round trip, not the next
+exec 8>&- 9>&-
+for i in 1 2 3 4 5 6 7 8; do [ -f "$rundir/exit_code" ] && break; sleep 0.03; done
 """
 
 _STATUS = r"""
@@ -118,6 +121,9 @@ class JobStatus:
         return lines[-1] if lines else ""
 
 
+_LAUNCH += "( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
+
+
 def _parse_status(run_id: str, text: str) -> JobStatus:
     head, _, tail = text.partition("---tail\n")
     kv = dict(l.split("=", 1) for l in head.splitlines() if "=" in l)
@@ -153,6 +159,7 @@ class Job:
             raise ValueError(f"not a valid run id: {run_id!r}")
         self.host = host
         self.run_id = run_id
+        self.last_status: JobStatus | None = None  # as seen by the launch, if it just happened
 
     @property
     def base(self) -> str:
@@ -164,7 +171,7 @@ class Job:
 
     def _sh(self, script: str, *args: str, retries: int = 2):
         argv = " ".join(shlex.quote(a) for a in args)
-        return self.host.run(f"bash -c {shlex.quote(script)} reprobook {argv}", retries=retries)
+        return self.host.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries)
 
     def status(self, tail_lines: int = 20) -> JobStatus:
         """One round trip: the job's state, exit code, current step and last log lines."""
@@ -191,7 +198,7 @@ class Job:
         try:
             while True:
                 try:
-                    st = self.status()
+                    st, self.last_status = self.last_status or self.status(), None
                     down_since = None
                 except TestbedError as exc:
                     down_since = down_since or time.monotonic()
@@ -256,12 +263,12 @@ def launch(host: Host, run_id: str, script: str) -> tuple[Job, bool]:
     """
     job = Job(host, run_id)
     res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), retries=2)
-    out = res.stdout.strip().splitlines()
+    head, _, status = res.stdout.partition("RB:STATUS\n")
+    out = head.strip().splitlines()
     word = out[-1] if out else ""
-    if word.startswith("RB:STARTED"):
-        return job, True
-    if word.startswith("RB:ATTACH"):
-        return job, False
+    if word.startswith(("RB:STARTED", "RB:ATTACH")):
+        job.last_status = _parse_status(run_id, status) if status else None
+        return job, word.startswith("RB:STARTED")
     if word.startswith("RB:BUSY"):
         holder = word[len("RB:BUSY"):].strip() or "unknown"
         raise HostBusy(f"another run holds this host's benchmark lock: {holder}. Wait for it "

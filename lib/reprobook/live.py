@@ -21,7 +21,7 @@ from .errors import (ConfigError, ExperimentError, HostBusy, OutputError, Reprob
 from .hosts import Host, open_host
 from .jobs import Job, JobStatus, launch
 from .runs import Run, RunStore, run_id_for, utcnow
-from .transfer import fetch
+from .transfer import INLINE_MAX_BYTES, fetch, survey
 
 
 def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
@@ -152,13 +152,13 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
             run.update(status="launch-unknown", error=exc.message)
             raise
         run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
-        return follow(project, claim, run, host, progress=progress, poll_s=poll_s)
+        return follow(project, claim, run, host, progress=progress, poll_s=poll_s, job=job)
 
 
 def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bool = True,
-           poll_s: float | None = None) -> Run:
+           poll_s: float | None = None, job: Job | None = None) -> Run:
     """Wait for ``run`` to end, then fetch its outputs and record them (also after a failure)."""
-    job = Job(host, run.id)
+    job = job or Job(host, run.id)
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
                   progress=progress, title=claim.key)
     return collect(claim, run, job, st)
@@ -167,15 +167,17 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
 def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
     """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed."""
     host = job.host
-    d = shlex.quote(job.remote_dir)
-    both = host.run(f"cat {d}/checkout.txt 2>/dev/null; echo RB:LOG; cat {d}/log 2>/dev/null; true", retries=2).stdout
-    checkouts, _, log = both.partition("RB:LOG\n")
+    d = job.remote_dir
+    # one round trip: the log, the checkouts, the outputs' listing and the bytes of the small ones
+    listing = survey(host, claim.outputs, newer_than=f"{d}/started", read=(f"{d}/checkout.txt", f"{d}/log"),
+                     inline_max=INLINE_MAX_BYTES)
+    checkouts, log = listing.texts[f"{d}/checkout.txt"] or "", listing.texts[f"{d}/log"] or ""
     (run.path / "log.txt").write_text(log)
     run.update(status=st.state if st.state != "succeeded" else "fetching", exit_code=st.exit_code,
                started=_iso(st.started), ended=_iso(st.ended),
                checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))
     try:
-        files = fetch(host, claim.outputs, run.path, newer_than=f"{job.remote_dir}/started")
+        files = fetch(host, claim.outputs, run.path, listing=listing)
     except (OutputError, TestbedError) as exc:
         run.update(fetch_error=exc.message)
         raise

@@ -19,6 +19,7 @@ Nothing already fetched is ever deleted, whatever goes wrong.
 
 from __future__ import annotations
 
+import base64
 import errno
 import hashlib
 import json
@@ -29,7 +30,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .config import OutputSpec
 from .errors import OutputError, TestbedError
@@ -69,37 +70,76 @@ def sha256_file(path: Path) -> str:
 
 
 _LIST = r"""
-marker=$1; shift
+marker=$1; inline_max=$2; nreads=$3; shift 3
+# files to read back whole, base64, in this same round trip (a run's log, its checkouts)
+while [ "$nreads" -gt 0 ]; do
+  printf 'RB:TEXT\t%s\t' "$1"; base64 -w0 < "$1" 2>/dev/null; printf '\0'; shift; nreads=$((nreads - 1))
+done
+printf 'RB:RSYNC\t%s\0' "$(command -v rsync >/dev/null 2>&1 && echo yes || echo no)"
 while [ "$#" -ge 3 ]; do
   name=$1; root=$2; pattern=$3; shift 3
   ( cd "$root" 2>/dev/null || exit 0
     if [ -n "$marker" ] && [ -e "$marker" ]; then set -- -newer "$marker"; else set --; fi
-    find . -type f -name "$pattern" "$@" -printf "$name\t%s\t%T@\t%P\0" )
+    find . -type f -name "$pattern" "$@" -printf "$name\t%s\t%T@\t%P\0"
+    # small files come along inline: no second round trip for a run's few result files
+    if [ "$inline_max" -gt 0 ]; then
+      find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64 |
+        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t%s\t' "$name" "$f"; base64 -w0 < "$f"; printf '\0'; done
+    fi )
 done
+true
 """
+INLINE_MAX_BYTES = 16 << 10  # files below this size (64 at most per output) travel inside the listing
+
+
+@dataclass
+class Listing:
+    """What one round trip to the host found: output files, texts read whole, small files' bytes."""
+
+    files: list[RemoteFile]
+    texts: dict[str, str | None]
+    inline: dict[tuple[str, str], bytes]
+    rsync: bool | None
 
 
 def _root(host: Host, spec: OutputSpec) -> str:
     return spec.path if spec.path.startswith("/") else f"{host.workdir.rstrip('/')}/{spec.path}"
 
 
-def list_outputs(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None) -> list[RemoteFile]:
-    """Every file of ``outputs`` on ``host``, in one round trip (optionally only files newer than ``newer_than``)."""
-    if not outputs:
-        return []
-    args = [newer_than or ""]
+def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None,
+           read: Sequence[str] = (), inline_max: int = 0) -> Listing:
+    """One round trip: every file of ``outputs`` on ``host`` (only those newer than ``newer_than``, if
+    given), the whole text of each remote path in ``read`` (``None`` if absent), and the bytes of
+    files smaller than ``inline_max``."""
+    args = [newer_than or "", str(int(inline_max)), str(len(read)), *read]
     roots = {}
     for name, spec in outputs.items():
         roots[name] = _root(host, spec)
         args += [name, roots[name], spec.glob or "*"]
-    cmd = "bash -c " + shlex.quote(_LIST) + " reprobook " + " ".join(shlex.quote(a) for a in args)
-    found = []
+    cmd = "bash --norc --noprofile -c " + shlex.quote(_LIST) + " reprobook " + " ".join(shlex.quote(a) for a in args)
+    found, texts, inline, rsync = [], {}, {}, None
     for rec in host.run(cmd, retries=2).stdout.split("\0"):
         if not rec:
             continue
-        name, size, mtime, rel = rec.split("\t", 3)
-        found.append(RemoteFile(name, roots[name], str(PurePosixPath(rel)), int(size), mtime))
-    return found
+        if rec.startswith("RB:TEXT\t"):
+            _, path, data = rec.split("\t", 2)
+            texts[path] = base64.b64decode(data).decode(errors="replace") if data else None
+        elif rec.startswith("RB:DATA\t"):
+            _, name, rel, data = rec.split("\t", 3)
+            inline[(name, str(PurePosixPath(rel)))] = base64.b64decode(data)
+        elif rec.startswith("RB:RSYNC\t"):
+            rsync = rec.endswith("yes")
+        else:
+            name, size, mtime, rel = rec.split("\t", 3)
+            found.append(RemoteFile(name, roots[name], str(PurePosixPath(rel)), int(size), mtime))
+    for path in read:
+        texts.setdefault(path, None)
+    return Listing(found, texts, inline, rsync)
+
+
+def list_outputs(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None) -> list[RemoteFile]:
+    """Every file of ``outputs`` on ``host``, in one round trip (optionally only files newer than ``newer_than``)."""
+    return survey(host, outputs, newer_than=newer_than).files if outputs else []
 
 
 def _load_state(local_dir: Path) -> dict:
@@ -122,12 +162,13 @@ def _save_state(local_dir: Path, state: dict) -> None:
 
 
 def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, newer_than: str | None = None,
-          method: str = "auto") -> list[FetchedFile]:
+          method: str = "auto", listing: Listing | None = None) -> list[FetchedFile]:
     """Bring the outputs into ``local_dir/outputs/<name>/...``, transferring only what is missing or changed.
 
     ``method`` is ``auto`` (rsync for bulk transfers when the host is reached
     over SSH and rsync is installed on both ends, else SFTP), ``rsync``, or
-    ``sftp``.
+    ``sftp``. With ``auto``, files under 16 KiB arrive inside the listing
+    itself. ``listing`` is a `survey` already made (of the same outputs).
 
     Raises
     ------
@@ -138,7 +179,11 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
         The connection broke off; fetching again resumes.
     """
     local_dir = Path(local_dir)
-    files = list_outputs(host, outputs, newer_than=newer_than)
+    if listing is None:
+        listing = survey(host, outputs, newer_than=newer_than, inline_max=INLINE_MAX_BYTES if method == "auto" else 0)
+    if listing.rsync is not None and isinstance(host, SshHost):
+        host._rsync_remote = listing.rsync
+    files = listing.files
     state = _load_state(local_dir)
     result: dict[str, FetchedFile] = {}
     todo: list[RemoteFile] = []
@@ -152,18 +197,21 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
                 continue
         todo.append(rf)
     if todo:
-        todo = _already_here(host, todo, local_dir, state, result)
-    if todo:
-        if method == "auto":
-            # a few small files ride the open SSH connection; bulk goes to rsync, whose own
-            # connection costs a handshake but which moves data at OpenSSH's speed
-            bulk = sum(rf.size for rf in todo) >= RSYNC_MIN_BYTES or len(todo) >= RSYNC_MIN_FILES
-            method = "rsync" if bulk and _rsync_usable(host) else "sftp"
         try:
-            if method == "rsync":
-                _via_rsync(host, todo, local_dir, state, result)
-            else:
-                _one_by_one(host, todo, local_dir, state, result)
+            if listing.inline:
+                todo = _from_listing(listing, todo, local_dir, state, result)
+            if todo:
+                todo = _already_here(host, todo, local_dir, state, result)
+            if todo:
+                if method == "auto":
+                    # a few files ride the open SSH connection; bulk goes to rsync, whose own
+                    # connection costs a handshake but which moves data at OpenSSH's speed
+                    bulk = sum(rf.size for rf in todo) >= RSYNC_MIN_BYTES or len(todo) >= RSYNC_MIN_FILES
+                    method = "rsync" if bulk and _rsync_usable(host) else "sftp"
+                if method == "rsync":
+                    _via_rsync(host, todo, local_dir, state, result)
+                else:
+                    _one_by_one(host, todo, local_dir, state, result)
         finally:
             _save_state(local_dir, state)
     order = [Path("outputs", rf.output, rf.relpath).as_posix() for rf in files]
@@ -175,6 +223,28 @@ def _record(local_dir: Path, rf: RemoteFile, sha: str, state: dict, result: dict
     state[rel] = {"size": rf.size, "mtime": rf.mtime, "sha256": sha,
                   "local_mtime_ns": (local_dir / rel).stat().st_mtime_ns}
     result[rel] = FetchedFile(rf.output, rel, rf.size, sha, transferred=transferred)
+
+
+def _from_listing(listing: Listing, todo: list[RemoteFile], local_dir: Path, state: dict,
+                  result: dict) -> list[RemoteFile]:
+    """Write the files whose bytes came inside the listing; return the rest."""
+    rest = []
+    for rf in todo:
+        data = listing.inline.get((rf.output, rf.relpath))
+        if data is None or len(data) != rf.size:  # not sent, or changed between listing and reading
+            rest.append(rf)
+            continue
+        dest = local_dir / "outputs" / rf.output / rf.relpath
+        part = dest.with_name(dest.name + ".part")
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            part.write_bytes(data)
+            os.replace(part, dest)
+        except OSError as exc:
+            _drop(part)
+            raise (_disk_error(exc, dest) or exc) from None
+        _record(local_dir, rf, hashlib.sha256(data).hexdigest(), state, result)
+    return rest
 
 
 _SUMS = r"""

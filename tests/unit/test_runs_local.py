@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import stat
@@ -49,6 +50,42 @@ def test_fetch_resumes_and_verifies(host, tmp_path):
     again = {f.path: f.transferred for f in fetch(host, outputs, tmp_path / "run")}
     assert again == {f"outputs/logs/f{i}.txt": i in (1, 3) for i in range(5)}
     assert (tmp_path / "run" / "outputs" / "logs" / "f1.txt").read_text() == "changed\n"
+
+
+def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, tmp_path, monkeypatch):
+    out = Path(host.workdir) / "out"
+    out.mkdir(parents=True)
+    (out / "small.csv").write_bytes(b"x,y\n1,2\n")
+    (out / "edge.bin").write_bytes(os.urandom(16 * 1024 - 1))  # the largest that travels inline
+    (out / "large.bin").write_bytes(os.urandom(16 * 1024))
+    gets, runs = [], []
+    real_get, real_run = host.get, host.run
+    monkeypatch.setattr(host, "get", lambda remote, local: (gets.append(Path(remote).name), real_get(remote, local)))
+    monkeypatch.setattr(host, "run", lambda cmd, **kw: (runs.append(cmd), real_run(cmd, **kw))[1])
+    got = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
+    assert gets == ["large.bin"] and len(runs) == 1  # one listing; only the large file moved apart
+    for f in got:
+        assert (tmp_path / "run" / f.path).read_bytes() == (out / Path(f.path).name).read_bytes()
+        assert f.transferred and f.sha256 == hashlib.sha256((out / Path(f.path).name).read_bytes()).hexdigest()
+    assert sorted(p.name for p in (tmp_path / "run" / "outputs" / "o").iterdir()) == \
+        ["edge.bin", "large.bin", "small.csv"]  # no .part left behind
+    again = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
+    assert not any(f.transferred for f in again) and gets == ["large.bin"]
+
+
+def test_lost_fetch_state_is_made_good_by_checksums_not_by_sending_again(host, tmp_path, monkeypatch):
+    out = Path(host.workdir) / "out"
+    out.mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (out / f"{name}.bin").write_bytes(os.urandom(64 * 1024))
+    outputs = {"o": OutputSpec("o", "out")}
+    run = tmp_path / "run"
+    fetch(host, outputs, run)
+    (run / "outputs" / "o" / ".fetch-state.json").unlink()    # e.g. the disk was full when it was due
+    (run / "outputs" / "o" / "b.bin").write_bytes(os.urandom(64 * 1024))  # same size, other bytes
+    again = {Path(f.path).name: f.transferred for f in fetch(host, outputs, run)}
+    assert again == {"a.bin": False, "b.bin": True, "c.bin": False}
+    assert (run / "outputs" / "o" / "b.bin").read_bytes() == (out / "b.bin").read_bytes()
 
 
 def test_full_disk_gives_clear_error_and_keeps_what_was_fetched(host, tmp_path):
