@@ -81,7 +81,7 @@ def test_lost_fetch_state_is_made_good_by_checksums_not_by_sending_again(host, t
     outputs = {"o": OutputSpec("o", "out")}
     run = tmp_path / "run"
     fetch(host, outputs, run)
-    (run / "outputs" / "o" / ".fetch-state.json").unlink()    # e.g. the disk was full when it was due
+    (run / "outputs" / ".fetch-state.json").unlink()    # e.g. the disk was full when it was due
     (run / "outputs" / "o" / "b.bin").write_bytes(os.urandom(64 * 1024))  # same size, other bytes
     again = {Path(f.path).name: f.transferred for f in fetch(host, outputs, run)}
     assert again == {"a.bin": False, "b.bin": True, "c.bin": False}
