@@ -60,6 +60,35 @@ def test_summary_lists_three_computed_verdicts(site):
 
 
 @pytest.mark.browser
+def test_every_page_of_the_toc_is_in_the_navigation_and_renders(site):
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+    def files(node):
+        if isinstance(node, dict):
+            return ([node["file"]] if "file" in node else []) + [f for v in node.values() for f in files(v)]
+        return [f for v in node for f in files(v)] if isinstance(node, list) else []
+
+    pages = [toc["root"], *files(toc["parts"])]
+    assert "book/performance" in pages and "book/when-things-go-wrong" in pages
+    with browser() as b:
+        page = b.new_page()
+        page.goto(site + "book/intro.html")
+        nav = page.eval_on_selector_all("nav.bd-links a", "as => as.map(a => a.href)")
+        for name in pages:
+            url = site + name + ".html"
+            assert name == toc["root"] or url in nav, (url, nav)
+            assert page.goto(url).status == 200
+            report = page_report(page)
+            assert len(report["text"]) > 500 and "Traceback" not in report["text"], name
+            assert all(i["naturalWidth"] > 0 for i in report["images"]), (name, report["images"])
+        page.goto(site + "book/performance.html")
+        text = page_report(page)["text"]
+        assert "not met" in text and "rsync" in text  # the misses are stated, next to the figures
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("claim", CLAIM_PAGES)
 def test_claim_page_shows_figure_verdict_and_source(site, claim):
     with browser() as b:
