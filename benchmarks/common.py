@@ -298,11 +298,18 @@ class Context:
     def ssh_config(self) -> Path:
         return self.bed.ssh_config_path
 
-    def node(self, i: int) -> str:
-        """The alias of host ``node<i>`` (127.0.0.<i+1>), its sshd started on first use."""
-        alias = f"node{i}"
+    def node(self, i: int, *, startup_files: bool = True) -> str:
+        """The alias of host ``node<i>`` (127.0.0.<i+1>), its sshd started on first use.
+
+        Its login shell reads this user's startup files, as sshd always has it. With
+        ``startup_files=False`` the host is ``lean<i>`` (127.0.0.<i+21>), whose sshd hands sessions
+        ``SHLVL=1`` so that bash skips ``~/.bashrc`` for remote commands: what a stock Debian or
+        Ubuntu ``~/.bashrc`` (which returns at once when not interactive) costs on a testbed node.
+        """
+        alias = f"node{i}" if startup_files else f"lean{i}"
         if alias not in self.bed.servers:
-            self.bed.add_host(alias, f"127.0.0.{i + 1}")
+            self.bed.add_host(alias, f"127.0.0.{i + 1 if startup_files else i + 21}",
+                              extra_config=() if startup_files else ["SetEnv SHLVL=1"])
             self.workdir(alias).mkdir(parents=True, exist_ok=True)
         return alias
 

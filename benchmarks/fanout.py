@@ -8,6 +8,11 @@ parallel subprocesses against 1.
 Commands: ``sleep 0.2; hostname`` (waiting, the orchestration is what is measured; the target
 applies) and ``sha256sum`` of a 16 MiB file (CPU work: 8 hashes on this machine's cores cannot take
 the time of one, so it is given for information, next to plain ssh's ratio).
+
+The waiting command runs twice: on hosts whose login shells read this user's ``~/.bashrc`` (here
+it starts pyenv: about 0.1 s of CPU, and its rehash lock makes concurrent logins queue), and on
+eight "lean" hosts ``lean1`` .. ``lean8`` (127.0.0.22 ..) whose login shells read no startup files,
+as with the stock ``~/.bashrc`` of a Debian or Ubuntu testbed node.
 """
 
 from __future__ import annotations
@@ -22,15 +27,26 @@ N_HOSTS = 8
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook.group import HostGroup
-
-    ctx.log(f"starting {N_HOSTS} sshd hosts on 127.0.0.2 .. 127.0.0.{N_HOSTS + 1}")
-    aliases = [ctx.node(i) for i in range(1, N_HOSTS + 1)]
     data = ctx.tmp / "fanout-16MiB.bin"
     data.write_bytes(os.urandom(16 * MIB))
-    commands = {"sleep 0.2; hostname": True, f"sha256sum {data}": False}
-    if ctx.quick:
-        commands.popitem()  # the CPU-bound variant is for information only
+    results = []
+    for startup_files in (True, False):
+        commands = {"sleep 0.2; hostname": True, f"sha256sum {data}": False}
+        if ctx.quick or not startup_files:
+            commands.popitem()  # the CPU-bound variant is for information only
+        results += _hosts(ctx, commands, startup_files)
+    return results
+
+
+def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool) -> list[Result]:
+    from reprobook.group import HostGroup
+
+    first = 2 if startup_files else 22
+    ctx.log(f"starting {N_HOSTS} sshd hosts on 127.0.0.{first} .. 127.0.0.{first + N_HOSTS - 1}, "
+            + ("their login shells reading this user's ~/.bashrc" if startup_files else
+               "their login shells reading no startup files (SHLVL=1, like a stock ~/.bashrc on a testbed)"))
+    aliases = [ctx.node(i, startup_files=startup_files) for i in range(1, N_HOSTS + 1)]
+    logins = "" if startup_files else ", lean logins"
     repeats = ctx.repeats(3, 1)
     warmup = 0 if ctx.quick else 1  # first connections and imports; --quick saves the round
 
@@ -103,7 +119,7 @@ def run(ctx: Context) -> list[Result]:
                      f"takes >= {host_cpu['reprobook8'] / 2 / cores:.2f} s per 8-host run of reprobook, "
                      f"{host_cpu['plain8'] / cores:.2f} s of plain ssh"]
             results.append(Result(
-                "fanout", f"fanout {short!r} 8 vs 1 hosts, {what}",
+                "fanout", f"fanout {short!r} 8 vs 1 hosts, {what}{logins}",
                 f"reprobook 8 hosts {fmt_s(r8)}, 1 host {fmt_s(r1)}; plain ssh 8 {fmt_s(s['plain8'].median)}, "
                 f"1 {fmt_s(s['plain1'].median)}",
                 value=ratio, unit="x", plain_tool="ssh in parallel", plain_value=plain_ratio, ratio=ratio,

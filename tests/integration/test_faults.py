@@ -149,6 +149,40 @@ def test_killed_remote_job_is_recorded_lost_not_running(fixture):
     assert "running" not in st.stdout
 
 
+def test_host_reboot_while_no_client_is_attached_is_reported_lost_on_attach(fixture, bed):
+    """The client dies, then the host "reboots": sshd goes down, every process of the job is gone,
+    sshd comes back. A new process attaches by run id and learns the run is lost, with its log tail."""
+    project = load_project(fixture.root)
+    store = RunStore(project.settings.runs_dir)
+    client = subprocess.Popen(REPROBOOK + ["run", CLAIM, "--source", "live", "--host", "node1",
+                                           "-p", "duration", "30", "-q"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    runs = _runs_dir(fixture.workdirs["node1"])
+    try:
+        rundir = _wait_for(lambda: next((d for d in runs.glob("*") if (d / "pid").is_file()
+                                         and "fixture step 1/4" in _read(d / "log")), None),
+                           timeout=60, what="the fixture benchmark to start")
+    finally:
+        client.kill()
+        client.wait(10)
+    server = bed.servers["node1"]
+    server.stop()
+    os.killpg(int((rundir / "pid").read_text()), signal.SIGKILL)  # the reboot takes every process with it
+    server.start()
+
+    res = _cli("attach", rundir.name, "-q", timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "no exit code" in res.stderr and rundir.name in res.stderr and "node1" in res.stderr
+    assert "fixture step 1/4" in res.stderr  # the log tail says how far it got
+    assert "Traceback" not in res.stderr
+    run = store.load(rundir.name)
+    assert run.status == "lost" and run.manifest["exit_code"] is None
+    assert "fixture step 1/4" in (run.path / "log.txt").read_text()
+    run.verify()
+    st = _cli("status", rundir.name, timeout=60)
+    assert "recorded status lost" in st.stdout and "on host node1: lost" in st.stdout
+
+
 # --------------------------------------------------------------------------- 2. a fetch broken off half-way
 
 def _resume_and_check(host, outputs, local: Path, remote_dir: Path, kept: dict[str, str], method: str) -> None:

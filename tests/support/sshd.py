@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 SSHD = os.environ.get("REPROBOOK_SSHD", "/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
@@ -252,7 +253,9 @@ class SshServer:
     '[127.0.0.2]:40123 ssh-ed25519 AAAAC3Nz...'
     """
 
-    def __init__(self, root, addr: str, authorized_keys, *, port: int | None = None):
+    def __init__(self, root, addr: str, authorized_keys, *, port: int | None = None,
+                 extra_config: Sequence[str] = ()):
+        self.extra_config = list(extra_config)
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         _check_path_is_plain(self.root)
@@ -339,6 +342,7 @@ class SshServer:
         # tests do all the time, all from 127.0.0.1.
         if _sshd_accepts("PerSourcePenalties no", self.host_key_path):
             lines.append("PerSourcePenalties no")
+        lines += self.extra_config
         self.config_path.write_text("\n".join(lines) + "\n")
 
     def start(self, timeout: float = 10.0) -> SshServer:
@@ -556,17 +560,20 @@ class SshTestbed:
     def authorized_keys_path(self) -> Path:
         return self._authorized_keys
 
-    def add_host(self, alias: str, addr: str, *, trust: bool = True, port: int | None = None) -> SshServer:
+    def add_host(self, alias: str, addr: str, *, trust: bool = True, port: int | None = None,
+                 extra_config: Sequence[str] = ()) -> SshServer:
         """Start an sshd on `addr` and make it reachable as ``ssh -F ssh_config alias``.
 
         With ``trust=False`` its host key is left out of known_hosts, so a
-        strict client refuses it as an unknown host.
+        strict client refuses it as an unknown host. ``extra_config`` lines
+        are appended to its sshd_config.
         """
         if self._closed:
             raise SshdError("this SshTestbed is closed")
         if alias in self.servers:
             raise ValueError(f"host alias {alias!r} is already in the testbed")
-        server = SshServer(self._root / "hosts" / alias, addr, self._authorized_keys, port=port)
+        server = SshServer(self._root / "hosts" / alias, addr, self._authorized_keys, port=port,
+                           extra_config=extra_config)
         try:
             server.start()
         except BaseException:
