@@ -135,4 +135,13 @@ class RunStore:
         hits = list(self.root.glob(f"*/*/{run_id}/{MANIFEST}"))
         if not hits:
             raise ConfigError(f"no run {run_id!r} in the run store {self.root}")
-        return Run(hits[0].parent, json.loads(hits[0].read_text()))
+        try:
+            manifest = json.loads(hits[0].read_text())
+        except json.JSONDecodeError as exc:
+            raise OutputError(f"the run's manifest is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                              f"{exc.colno}; truncated?). The fetched files beside it are untouched.",
+                              file=hits[0], line=exc.lineno) from None
+        if not isinstance(manifest, dict) or "run_id" not in manifest:
+            raise OutputError("the run's manifest has no run_id: not a reprobook manifest", file=hits[0],
+                              field="run_id")
+        return Run(hits[0].parent, manifest)

@@ -37,6 +37,23 @@ def test_run_store_is_owner_only_and_finds_latest(root, tmp_path):
     assert run_id_for(claim, "h", {"x": 1}) == run_id_for(claim, "h", {"x": 1}) != run_id_for(claim, "h", {"x": 2})
 
 
+def test_truncated_manifest_is_an_error_naming_the_file_and_keeps_the_run(root, tmp_path):
+    claim = load_project(root).claim("aardvark/archive-throughput")
+    store = RunStore(tmp_path / "runs")
+    run = store.create(claim, "run-t", source="live", status="succeeded")
+    (run.path / "outputs").mkdir()
+    (run.path / "outputs" / "a.csv").write_text("m,1,2\n")
+    text = (run.path / "manifest.json").read_text()
+    (run.path / "manifest.json").write_text(text[: len(text) // 2])  # the disk filled while it was written
+    with pytest.raises(OutputError) as err:
+        store.load("run-t")
+    assert err.value.file == str(run.path / "manifest.json") and "not valid JSON" in str(err.value)
+    assert (run.path / "outputs" / "a.csv").read_text() == "m,1,2\n"
+    (run.path / "manifest.json").write_text("[]")
+    with pytest.raises(OutputError, match="run_id"):
+        store.load("run-t")
+
+
 def test_fetch_resumes_and_verifies(host, tmp_path):
     out = Path(host.workdir) / "out"
     out.mkdir(parents=True)
