@@ -69,7 +69,8 @@ def run(ctx: Context) -> list[Result]:
         with phases.wrap(hosts.SshHost, "_open", "connect"), phases.wrap(hosts.Host, "facts", "facts"), \
                 phases.wrap(runs.RunStore, "create", "manifest"), phases.wrap(live, "launch", "launch"), \
                 phases.wrap(jobs.Job, "wait", "poll"), phases.wrap(live, "fetch", "fetch"), \
-                phases.wrap(live, "collect", "collect (log, listing, small outputs, manifest)"), phases.wrap(jobs.Job, "status", "status"), \
+                phases.wrap(live, "collect", "collect (log, listing, small outputs)"), \
+                phases.wrap(jobs.Job, "status", "status"), \
                 phases.count(hosts.SshHost, "_run", "commands"), phases.count(hosts.SshHost, "get", "sftp gets"):
             # warm-up: imports (fabric, paramiko), first connection; not timed
             interleaved({"reprobook": reprobook_run, "plain": plain_run}, 1)
