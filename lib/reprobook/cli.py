@@ -129,6 +129,9 @@ def cmd_runs(args) -> int:
              "host": r.manifest.get("host", "-"), "status": r.status, "verdict": r.manifest.get("verdict", "-"),
              "created": r.manifest.get("created")} for r in RunStore(project.settings.runs_dir).runs(claim)]
     _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
+    for path in RunStore(project.settings.runs_dir).unreadable(claim):
+        print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
+              file=sys.stderr)
     return 0
 
 

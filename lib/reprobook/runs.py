@@ -122,6 +122,17 @@ class RunStore:
                 continue
         return sorted(out, key=lambda r: (r.manifest.get("created", ""), r.id))
 
+    def unreadable(self, claim: Claim | None = None) -> list[Path]:
+        """Manifests `runs` passes over because they cannot be read (truncated, not JSON)."""
+        pattern = f"{claim.paper}/{claim.id}/*/{MANIFEST}" if claim else f"*/*/*/{MANIFEST}"
+        bad = []
+        for m in sorted(self.root.glob(pattern)):
+            try:
+                json.loads(m.read_text())
+            except (OSError, json.JSONDecodeError):
+                bad.append(m)
+        return bad
+
     def latest(self, claim: Claim, *, source: str = "live", status: Iterable[str] = ("succeeded",)) -> Run | None:
         """The most recent run of ``claim`` with that source and status, or ``None``."""
         status = set(status)

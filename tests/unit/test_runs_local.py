@@ -49,6 +49,7 @@ def test_truncated_manifest_is_an_error_naming_the_file_and_keeps_the_run(root, 
         store.load("run-t")
     assert err.value.file == str(run.path / "manifest.json") and "not valid JSON" in str(err.value)
     assert (run.path / "outputs" / "a.csv").read_text() == "m,1,2\n"
+    assert [r.id for r in store.runs()] == [] and store.unreadable() == [run.path / "manifest.json"]
     (run.path / "manifest.json").write_text("[]")
     with pytest.raises(OutputError, match="run_id"):
         store.load("run-t")
