@@ -84,7 +84,7 @@ while [ "$#" -ge 3 ]; do
     # small files come along inline: no second round trip for a run's few result files
     if [ "$inline_max" -gt 0 ]; then
       find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64 |
-        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t%s\t' "$name" "$f"; base64 -w0 < "$f"; printf '\0'; done
+        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t' "$name"; base64 -w0 < "$f"; printf '\t%s\0' "$f"; done
     fi )
 done
 true
@@ -125,7 +125,7 @@ def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | N
             _, path, data = rec.split("\t", 2)
             texts[path] = base64.b64decode(data).decode(errors="replace") if data else None
         elif rec.startswith("RB:DATA\t"):
-            _, name, rel, data = rec.split("\t", 3)
+            _, name, data, rel = rec.split("\t", 3)  # the path last: it may hold a tab
             inline[(name, str(PurePosixPath(rel)))] = base64.b64decode(data)
         elif rec.startswith("RB:RSYNC\t"):
             rsync = rec.endswith("yes")

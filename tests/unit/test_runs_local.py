@@ -74,6 +74,7 @@ def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, t
     out = Path(host.workdir) / "out"
     out.mkdir(parents=True)
     (out / "small.csv").write_bytes(b"x,y\n1,2\n")
+    (out / "odd\tname\n.txt").write_bytes(b"a tab and a newline in its name\n")
     (out / "edge.bin").write_bytes(os.urandom(16 * 1024 - 1))  # the largest that travels inline
     (out / "large.bin").write_bytes(os.urandom(16 * 1024))
     gets, runs = [], []
@@ -86,7 +87,7 @@ def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, t
         assert (tmp_path / "run" / f.path).read_bytes() == (out / Path(f.path).name).read_bytes()
         assert f.transferred and f.sha256 == hashlib.sha256((out / Path(f.path).name).read_bytes()).hexdigest()
     assert sorted(p.name for p in (tmp_path / "run" / "outputs" / "o").iterdir()) == \
-        ["edge.bin", "large.bin", "small.csv"]  # no .part left behind
+        ["edge.bin", "large.bin", "odd\tname\n.txt", "small.csv"]  # no .part left behind
     again = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
     assert not any(f.transferred for f in again) and gets == ["large.bin"]
 
