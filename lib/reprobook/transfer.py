@@ -71,9 +71,10 @@ def sha256_file(path: Path) -> str:
 
 _LIST = r"""
 marker=$1; inline_max=$2; nreads=$3; shift 3
+b64() { base64 -w0 2>/dev/null || base64 | tr -d '\n'; }  # GNU, else BusyBox and BSD
 # files to read back whole, base64, in this same round trip (a run's log, its checkouts)
 while [ "$nreads" -gt 0 ]; do
-  printf 'RB:TEXT\t%s\t' "$1"; base64 -w0 < "$1" 2>/dev/null; printf '\0'; shift; nreads=$((nreads - 1))
+  printf 'RB:TEXT\t%s\t' "$1"; [ -r "$1" ] && b64 < "$1"; printf '\0'; shift; nreads=$((nreads - 1))
 done
 printf 'RB:RSYNC\t%s\0' "$(command -v rsync >/dev/null 2>&1 && echo yes || echo no)"
 while [ "$#" -ge 3 ]; do
@@ -84,7 +85,7 @@ while [ "$#" -ge 3 ]; do
     # small files come along inline: no second round trip for a run's few result files
     if [ "$inline_max" -gt 0 ]; then
       find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64 |
-        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t' "$name"; base64 -w0 < "$f"; printf '\t%s\0' "$f"; done
+        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t' "$name"; b64 < "$f"; printf '\t%s\0' "$f"; done
     fi )
 done
 true
@@ -123,10 +124,10 @@ def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | N
             continue
         if rec.startswith("RB:TEXT\t"):
             _, path, data = rec.split("\t", 2)
-            texts[path] = base64.b64decode(data).decode(errors="replace") if data else None
+            texts[path] = _unb64(data).decode(errors="replace") if data else None
         elif rec.startswith("RB:DATA\t"):
             _, name, data, rel = rec.split("\t", 3)  # the path last: it may hold a tab
-            inline[(name, str(PurePosixPath(rel)))] = base64.b64decode(data)
+            inline[(name, str(PurePosixPath(rel)))] = _unb64(data)  # b"" if garbled: then sent the usual way
         elif rec.startswith("RB:RSYNC\t"):
             rsync = rec.endswith("yes")
         else:
@@ -135,6 +136,13 @@ def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | N
     for path in read:
         texts.setdefault(path, None)
     return Listing(found, texts, inline, rsync)
+
+
+def _unb64(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except ValueError:  # binascii.Error: a reader failed half-way on the host
+        return b""
 
 
 def list_outputs(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None) -> list[RemoteFile]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import stat
 import time
@@ -90,6 +91,26 @@ def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, t
         ["edge.bin", "large.bin", "odd\tname\n.txt", "small.csv"]  # no .part left behind
     again = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
     assert not any(f.transferred for f in again) and gets == ["large.bin"]
+
+
+def test_listing_works_with_a_base64_that_has_no_w0_option(host, tmp_path, monkeypatch):
+    """BusyBox and BSD base64 know no ``-w0`` and wrap lines: the listing falls back and unwraps."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = shutil.which("base64")
+    (shim / "base64").write_text(f'#!/bin/sh\nfor a; do [ "$a" = -w0 ] && {{ echo "bad option" >&2; exit 1; }}; done\n'
+                                 f'exec {real} "$@"\n')
+    (shim / "base64").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    out = Path(host.workdir) / "out"
+    out.mkdir(parents=True)
+    data = os.urandom(4000)  # wraps over many 76-column lines
+    (out / "r.bin").write_bytes(data)
+    gets = []
+    monkeypatch.setattr(host, "get", lambda remote, local: gets.append(remote))
+    got = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
+    assert gets == [] and [f.transferred for f in got] == [True]
+    assert (tmp_path / "run" / "outputs" / "o" / "r.bin").read_bytes() == data
 
 
 def test_lost_fetch_state_is_made_good_by_checksums_not_by_sending_again(host, tmp_path, monkeypatch):
