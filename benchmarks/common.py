@@ -183,6 +183,20 @@ def fmt_size(nbytes: int) -> str:
     return f"{nbytes / 1024:.1f} KiB"
 
 
+@contextlib.contextmanager
+def _patched(owner, attr: str, make_wrapper) -> Iterator[None]:
+    """Replace ``owner.attr`` by ``make_wrapper(original)`` inside the block; a missing name is left alone."""
+    original = getattr(owner, attr, None)
+    if original is None:
+        yield
+        return
+    setattr(owner, attr, make_wrapper(original))
+    try:
+        yield
+    finally:
+        setattr(owner, attr, original)
+
+
 class Phases:
     """Exclusive wall time spent inside chosen functions, found by wrapping them for a while.
 
@@ -199,51 +213,38 @@ class Phases:
         self.counts: dict[str, int] = {}
         self._stack: list[list[float]] = []
 
-    @contextlib.contextmanager
-    def wrap(self, owner, attr: str, label: str) -> Iterator[None]:
-        original = getattr(owner, attr, None)
-        if original is None:
-            yield
-            return
+    def wrap(self, owner, attr: str, label: str) -> contextlib.AbstractContextManager[None]:
+        """Time the calls of ``owner.attr`` under ``label``, less the wrapped calls nested in them."""
         phases = self
 
-        def wrapper(*args, **kwargs):
-            phases._stack.append([0.0])
-            t0 = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                took = time.perf_counter() - t0
-                inner = phases._stack.pop()[0]
-                phases.totals[label] = phases.totals.get(label, 0.0) + took - inner
-                phases.calls[label] = phases.calls.get(label, 0) + 1
-                if phases._stack:
-                    phases._stack[-1][0] += took
+        def timing(original):
+            def wrapper(*args, **kwargs):
+                phases._stack.append([0.0])
+                t0 = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    took = time.perf_counter() - t0
+                    inner = phases._stack.pop()[0]
+                    phases.totals[label] = phases.totals.get(label, 0.0) + took - inner
+                    phases.calls[label] = phases.calls.get(label, 0) + 1
+                    if phases._stack:
+                        phases._stack[-1][0] += took
+            return wrapper
 
-        setattr(owner, attr, wrapper)
-        try:
-            yield
-        finally:
-            setattr(owner, attr, original)
+        return _patched(owner, attr, timing)
 
-    @contextlib.contextmanager
-    def count(self, owner, attr: str, label: str) -> Iterator[None]:
+    def count(self, owner, attr: str, label: str) -> contextlib.AbstractContextManager[None]:
         """Only count the calls of ``owner.attr`` (under ``label``), leaving its time to its callers."""
-        original = getattr(owner, attr, None)
-        if original is None:
-            yield
-            return
         phases = self
 
-        def wrapper(*args, **kwargs):
-            phases.counts[label] = phases.counts.get(label, 0) + 1
-            return original(*args, **kwargs)
+        def counting(original):
+            def wrapper(*args, **kwargs):
+                phases.counts[label] = phases.counts.get(label, 0) + 1
+                return original(*args, **kwargs)
+            return wrapper
 
-        setattr(owner, attr, wrapper)
-        try:
-            yield
-        finally:
-            setattr(owner, attr, original)
+        return _patched(owner, attr, counting)
 
     def reset(self) -> None:
         self.totals.clear()

@@ -179,6 +179,14 @@ class Host:
                                   log_tail=res.tail(), host=self.name)
         return res
 
+    def run_script(self, script: str, *args: str, retries: int = 0) -> Result:
+        """Run a bash ``script`` with ``args`` as its positional parameters, each quoted.
+
+        Its bash reads no startup files: the login shell has read them once already.
+        """
+        argv = " ".join(shlex.quote(a) for a in args)
+        return self.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries)
+
     def facts(self, commands: tuple[str, ...] = ()) -> HostFacts:
         """Gather `HostFacts` in one round trip."""
         probe = _FACTS_SCRIPT + "".join(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import re
-import shlex
 import time
 from dataclasses import dataclass
 
@@ -88,6 +87,8 @@ echo "step=$(grep -a '^### reprobook step' log 2>/dev/null | tail -n 1 | cut -c 
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
 """
+# the launch ends by reporting the job's status, as `Job.status` would in a second round trip
+_LAUNCH += "( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,6 @@ class JobStatus:
     def last_line(self) -> str:
         lines = [l for l in self.log_tail.splitlines() if l.strip()]
         return lines[-1] if lines else ""
-
-
-_LAUNCH += "( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
 
 
 def _parse_status(run_id: str, text: str) -> JobStatus:
@@ -170,8 +168,7 @@ class Job:
         return f"{self.base}/runs/{self.run_id}"
 
     def _sh(self, script: str, *args: str, retries: int = 2):
-        argv = " ".join(shlex.quote(a) for a in args)
-        return self.host.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries)
+        return self.host.run_script(script, *args, retries=retries)
 
     def status(self, tail_lines: int = 20) -> JobStatus:
         """One round trip: the job's state, exit code, current step and last log lines."""

@@ -117,9 +117,8 @@ def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | N
     for name, spec in outputs.items():
         roots[name] = _root(host, spec)
         args += [name, roots[name], spec.glob or "*"]
-    cmd = "bash --norc --noprofile -c " + shlex.quote(_LIST) + " reprobook " + " ".join(shlex.quote(a) for a in args)
     found, texts, inline, rsync = [], {}, {}, None
-    for rec in host.run(cmd, retries=2).stdout.split("\0"):
+    for rec in host.run_script(_LIST, *args, retries=2).stdout.split("\0"):
         if not rec:
             continue
         if rec.startswith("RB:TEXT\t"):
@@ -226,6 +225,11 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
     return [result[r] for r in order]
 
 
+def _local(local_dir: Path, rf: RemoteFile) -> Path:
+    """Where ``rf`` goes in the run directory."""
+    return local_dir / "outputs" / rf.output / rf.relpath
+
+
 def _record(local_dir: Path, rf: RemoteFile, sha: str, state: dict, result: dict, transferred: bool = True) -> None:
     rel = Path("outputs", rf.output, rf.relpath).as_posix()
     state[rel] = {"size": rf.size, "mtime": rf.mtime, "sha256": sha,
@@ -242,7 +246,7 @@ def _from_listing(listing: Listing, todo: list[RemoteFile], local_dir: Path, sta
         if data is None or len(data) != rf.size:  # not sent, or changed between listing and reading
             rest.append(rf)
             continue
-        dest = local_dir / "outputs" / rf.output / rf.relpath
+        dest = _local(local_dir, rf)
         part = dest.with_name(dest.name + ".part")
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -270,14 +274,12 @@ def _already_here(host: Host, todo: list[RemoteFile], local_dir: Path, state: di
     sha256 equals the host's (one round trip for all candidates). Returns what
     still has to be transferred.
     """
-    candidates = [rf for rf in todo
-                  if (p := local_dir / "outputs" / rf.output / rf.relpath).is_file() and p.stat().st_size == rf.size]
+    candidates = [rf for rf in todo if (p := _local(local_dir, rf)).is_file() and p.stat().st_size == rf.size]
     if not candidates:
         return todo
     paths = [f"{rf.root}/{rf.relpath}" for rf in candidates]
     try:
-        out = host.run("bash --norc -c " + shlex.quote(_SUMS) + " reprobook " + " ".join(shlex.quote(p) for p in paths),
-                       retries=1).stdout
+        out = host.run_script(_SUMS, *paths, retries=1).stdout
     except TestbedError:
         return todo
     remote = {}
@@ -285,7 +287,7 @@ def _already_here(host: Host, todo: list[RemoteFile], local_dir: Path, state: di
         digest, _, path = line.partition("  ")
         remote[path] = digest
     with ThreadPoolExecutor(max_workers=2) as pool:
-        local = list(pool.map(lambda rf: sha256_file(local_dir / "outputs" / rf.output / rf.relpath), candidates))
+        local = list(pool.map(lambda rf: sha256_file(_local(local_dir, rf)), candidates))
     same = {id(rf) for rf, path, sha in zip(candidates, paths, local) if remote.get(path) == sha}
     for rf, sha in zip(candidates, local):
         if id(rf) in same:
@@ -306,7 +308,7 @@ def _disk_error(exc: OSError, dest: Path) -> OutputError | None:
 
 def _one_by_one(host: Host, todo: list[RemoteFile], local_dir: Path, state: dict, result: dict) -> None:
     for rf in todo:
-        dest = local_dir / "outputs" / rf.output / rf.relpath
+        dest = _local(local_dir, rf)
         part = dest.with_name(dest.name + ".part")
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
