@@ -1,33 +1,69 @@
 """Loaders: a claim's outputs -> the measured table its checks and plot use.
 
-A claim names its loader in its paper file as ``<module>.<function>`` (e.g.
-``aardvark.validators``); the function receives the `Outputs` and returns a
-tidy DataFrame with units in its column names. Loaders accept both the
-authors' shipped outputs and the raw files of a live run.
+A loader is a paper's few lines that compose the format parsers of
+`reprobook.parsers` into one tidy DataFrame with units in its column names.
+Each is registered once, by name, with the `loader` decorator::
+
+    @loader("aardvark.validators")
+    def validators(outputs) -> pd.DataFrame: ...
+
+and a claim names it in its paper file (``loader: aardvark.validators``). The
+configuration is checked against this registry when it loads: a misspelt
+loader is a `ConfigError` naming the file and the key, not a surprise at load
+time. Loaders accept both the authors' shipped outputs and the raw files of a
+live run. Every module of this package is a paper's loaders; importing the
+registry imports them all.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from typing import Callable
 
-import pandas as pd
-
-from ..config import Claim
 from ..errors import ConfigError
 
+_REGISTRY: dict[str, Callable] = {}
+_DISCOVERED = False
 
-def get_loader(name: str):
-    """The loader function named ``module.function``."""
-    module, _, func = name.rpartition(".")
+
+def loader(name: str) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the loader ``name`` (``<paper>.<what>``)."""
+    def register(func: Callable) -> Callable:
+        if name in _REGISTRY and _REGISTRY[name] is not func:
+            raise ValueError(f"loader {name!r} is registered twice ({_REGISTRY[name].__module__} and {func.__module__})")
+        _REGISTRY[name] = func
+        func.loader_name = name
+        return func
+    return register
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if not _DISCOVERED:
+        for mod in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{mod.name}")
+        _DISCOVERED = True
+
+
+def names() -> list[str]:
+    """Every registered loader name, sorted."""
+    _discover()
+    return sorted(_REGISTRY)
+
+
+def get_loader(name: str) -> Callable:
+    """The loader registered as ``name`` (`ConfigError` listing the known ones if there is none)."""
+    _discover()
     try:
-        mod = importlib.import_module(f"{__name__}.{module}")
-        return getattr(mod, func)
-    except (ImportError, AttributeError):
-        raise ConfigError(f"no loader {name!r} (expected a function {func!r} in reprobook/loaders/{module}.py)") from None
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"no loader {name!r} (known: {', '.join(sorted(_REGISTRY))})") from None
 
 
-def load(claim: Claim, outputs) -> pd.DataFrame:
+def load(claim, outputs):
     """The measured table of ``claim`` from ``outputs`` (empty if nothing was obtained)."""
+    import pandas as pd
     if outputs is None or not outputs.available:
         return pd.DataFrame()
     return get_loader(claim.loader)(outputs)

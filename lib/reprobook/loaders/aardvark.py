@@ -6,8 +6,10 @@ import pandas as pd
 
 from ..errors import OutputError
 from ..parsers import aardvark as parse
+from . import loader
 
 
+@loader("aardvark.table1")
 def table1(outputs) -> pd.DataFrame:
     """Median latency per system and operation: EDRAX, Aardvark's pairing commitments, a Merkle tree.
 
@@ -28,6 +30,7 @@ def _trials(outputs, role: str, csv_name: str) -> pd.DataFrame:
     return pd.concat([parse.read_go_test_times(p, role=role) for p in logs], ignore_index=True)
 
 
+@loader("aardvark.validators")
 def validators(outputs) -> pd.DataFrame:
     """Validator throughput per operation and core count (a trial is 100,000 operations).
 
@@ -37,6 +40,7 @@ def validators(outputs) -> pd.DataFrame:
     return parse.throughput_summary(parse.throughput(trials, ops_per_trial=parse.VALIDATOR_OPS_PER_TRIAL))
 
 
+@loader("aardvark.archives")
 def archives(outputs) -> pd.DataFrame:
     """Archive throughput per core (a trial is 10,000 operations), adding ``ops_per_s_per_core``."""
     trials = _trials(outputs, "archive", "archives")
