@@ -6,9 +6,13 @@ one-line reason that states the margin, the margin itself as a signed
 fraction (positive: room to spare; negative: missed by that much) and the
 evidence table the verdict was computed from.
 
-Kinds: ``at_least``, ``at_most``, ``in_range``, ``close_to`` (relative
-tolerance), ``within_factor``, ``rank_order`` and ``grows_with`` (a value
-rising with a resource such as cores).
+The kinds live in one registry, `KINDS`: each is defined once, by the `kind`
+decorator, with its options and their types. The paper files are validated
+against it when they load (`validate`), so an unknown kind or option is a
+configuration error naming the file and the key; `evaluate_check` looks the
+kind up in the same place. Every kind also takes ``what`` (the check in
+words), ``value`` (the measured column), ``select`` (``{column: value}``; a
+list of values means any of them) and ``by`` (judge each group separately).
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .config import CheckSpec, Claim, PublishedNumber
+from .errors import ConfigError
 
 
 class Verdict(str, Enum):
@@ -60,10 +65,11 @@ class ClaimVerdict:
     margin: float | None
     source: str
     checks: tuple[CheckResult, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return {"claim": self.claim, "verdict": str(self.verdict), "reason": self.reason, "margin": self.margin,
-                "source": self.source, "checks": [c.as_dict() for c in self.checks]}
+                "source": self.source, "checks": [c.as_dict() for c in self.checks], "warnings": list(self.warnings)}
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([c.as_dict() for c in self.checks], columns=["what", "kind", "verdict", "margin", "reason"])
@@ -73,18 +79,118 @@ class ClaimVerdict:
 
     def _repr_html_(self) -> str:
         from html import escape
-        colour = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "not run": "#57606a"}[str(self.verdict)]
         rows = "".join(
             f"<tr><td>{escape(c.what)}</td><td style='color:{colour_of(c.verdict)}'><b>{c.verdict}</b></td>"
             f"<td>{escape(c.reason)}</td></tr>" for c in self.checks)
+        warn = "".join(f"<p style='color:#9a6700'><b>Caution:</b> {escape(w)}</p>" for w in self.warnings)
+        table = (f"<table><tr><th>check</th><th>verdict</th><th>reason and margin</th></tr>{rows}</table>"
+                 if rows else "")
         return (f"<div class='reprobook-verdict'><p style='font-size:1.2em'>Verdict: "
-                f"<b style='color:{colour}'>{self.verdict}</b> — {escape(self.reason)}</p>"
-                f"<p><i>Source of the measured numbers: {escape(self.source)}</i></p>"
-                f"<table><tr><th>check</th><th>verdict</th><th>reason and margin</th></tr>{rows}</table></div>")
+                f"<b style='color:{colour_of(self.verdict)}'>{self.verdict}</b> — {escape(self.reason)}</p>"
+                f"<p><i>Source of the measured numbers: {escape(self.source)}</i></p>{warn}{table}</div>")
 
 
-def colour_of(v: Verdict) -> str:
+def colour_of(v: Verdict | str) -> str:
     return {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "not run": "#57606a"}[str(v)]
+
+
+# --------------------------------------------------------------------------- the registry
+
+_NUMBER_OR_REF = {"oneOf": [{"type": "number"},
+                            {"type": "object", "additionalProperties": False, "required": ["published"],
+                             "properties": {"published": {"type": "string"}}}]}
+_LABELS = {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
+_SELECT = {"type": "object", "additionalProperties": {
+    "oneOf": [{"type": ["string", "number"]}, {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 1}]}}
+_COMMON = {
+    "kind": {"type": "string"},
+    "what": {"type": "string"},
+    "value": {"type": "string"},
+    "select": _SELECT,
+    "by": {"type": "array", "items": {"type": "string"}},
+}
+_TARGETS = ("target", "target_published", "target_rows")
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    """One kind of check: its name, options (JSON-schema fragments), which are required, and its judge."""
+
+    name: str
+    judge: Callable[[CheckSpec, pd.DataFrame, pd.DataFrame, Mapping[str, PublishedNumber]], CheckResult]
+    options: Mapping[str, dict]
+    required: tuple[str, ...] = ()
+    one_of: tuple[str, ...] = ()      # exactly one of these options
+    any_of: tuple[str, ...] = ()      # at least one of these options
+    doc: str = ""
+
+
+KINDS: dict[str, CheckKind] = {}
+
+
+def kind(name: str, *, options: Mapping[str, dict], required: Iterable[str] = (), one_of: Iterable[str] = (),
+         any_of: Iterable[str] = ()):
+    """Register the decorated judge as the check kind ``name``.
+
+    The judge receives the spec, the selected rows, the whole measured table
+    and the claim's published numbers, and returns a `CheckResult`.
+    """
+    def register(judge):
+        if name in KINDS:
+            raise ValueError(f"check kind {name!r} is registered twice")
+        KINDS[name] = CheckKind(name, judge, {**_COMMON, **options}, tuple(required), tuple(one_of), tuple(any_of),
+                                (judge.__doc__ or "").strip().splitlines()[0] if judge.__doc__ else "")
+        return judge
+    return register
+
+
+def names() -> list[str]:
+    return sorted(KINDS)
+
+
+def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> CheckSpec:
+    """A `CheckSpec` from one ``checks:`` entry of a paper file, checked against the registry.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``file`` and the key path (e.g. ``claims[1].checks[0].factor``)
+        for an unknown kind or option, a missing or ill-typed option, or a
+        reference to a published number the paper does not have.
+    """
+    from .config import jsonschema_module
+    for must in ("kind", "what", "value"):
+        if must not in raw:
+            raise ConfigError("required key is missing", file=file, key=f"{key}.{must}")
+    k = KINDS.get(raw["kind"])
+    if k is None:
+        raise ConfigError(f"{raw['kind']!r} is not one of the check kinds: {', '.join(names())}",
+                          file=file, key=f"{key}.kind")
+    for opt in raw:
+        if opt not in k.options:
+            allowed = ", ".join(sorted(k.options))
+            raise ConfigError(f"unknown option for a {k.name} check (allowed: {allowed})", file=file, key=f"{key}.{opt}")
+    validator_cls = jsonschema_module().Draft202012Validator
+    for opt, value in raw.items():
+        err = next(iter(validator_cls(k.options[opt]).iter_errors(value)), None)
+        if err is not None:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+            raise ConfigError(err.message, file=file, key=f"{key}.{opt}{where}")
+    for opt in k.required:
+        if opt not in raw:
+            raise ConfigError(f"a {k.name} check needs {opt!r}", file=file, key=f"{key}.{opt}")
+    if k.one_of and sum(o in raw for o in k.one_of) != 1:
+        raise ConfigError(f"a {k.name} check needs exactly one of {', '.join(k.one_of)}", file=file, key=key)
+    if k.any_of and not any(o in raw for o in k.any_of):
+        raise ConfigError(f"a {k.name} check needs at least one of {', '.join(k.any_of)}", file=file, key=key)
+    known = set(published)
+    for opt in ("min", "max", "target"):
+        ref = raw.get(opt)
+        if isinstance(ref, Mapping) and ref["published"] not in known:
+            raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
+                              key=f"{key}.{opt}.published")
+    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value")}
+    return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -95,17 +201,30 @@ def _resolve(ref: Any, published: Mapping[str, PublishedNumber]) -> float:
     return float(ref)
 
 
+def _match(column: pd.Series, want) -> pd.Series:
+    wanted = [str(w) for w in want] if isinstance(want, (list, tuple)) else [str(want)]
+    return column.astype(str).isin(wanted)
+
+
 def _select(data: pd.DataFrame, select: Mapping[str, Any] | None) -> pd.DataFrame:
     out = data
     for col, val in (select or {}).items():
         if col not in out.columns:
             raise KeyError(col)
-        out = out[out[col].astype(str) == str(val)]
+        out = out[_match(out[col], val)]
     return out
 
 
 def _label(row: pd.Series, cols: Iterable[str]) -> str:
     return ", ".join(f"{c}={row[c]}" for c in cols) or "all"
+
+
+def _groups(rows: pd.DataFrame, by: list[str]):
+    if not by:
+        yield (), rows
+        return
+    for key, g in rows.groupby(by, sort=False):
+        yield (key if isinstance(key, tuple) else (key,)), g
 
 
 def _pct(x: float) -> str:
@@ -116,7 +235,7 @@ def _inconclusive(spec: CheckSpec, why: str) -> CheckResult:
     return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE, why, None, pd.DataFrame())
 
 
-def _finish(spec: CheckResult | CheckSpec, ev: pd.DataFrame, margins: pd.Series, describe) -> CheckResult:
+def _finish(spec: CheckSpec, ev: pd.DataFrame, margins: pd.Series, describe) -> CheckResult:
     """Verdict from per-row margins: holds iff every margin >= 0; the worst row is named."""
     if ev.empty or margins.isna().all():
         return _inconclusive(spec, "no measured rows to check")
@@ -129,115 +248,197 @@ def _finish(spec: CheckResult | CheckSpec, ev: pd.DataFrame, margins: pd.Series,
     return CheckResult(spec.what, spec.kind, verdict, describe(worst, margin), margin, ev.reset_index(drop=True))
 
 
+def _bounds_margins(values: pd.Series, lo: float | None, hi: float | None) -> pd.Series:
+    """Per value: the relative room to the nearer bound (negative outside)."""
+    m_lo = (values / lo - 1) if lo else pd.Series(np.inf, index=values.index)
+    m_hi = (1 - values / hi) if hi else pd.Series(np.inf, index=values.index)
+    return pd.Series(np.minimum(m_lo, m_hi), index=values.index)
+
+
+def _bound_words(lo: float | None, hi: float | None) -> str:
+    return " and ".join(x for x in (f">= {lo:g}" if lo is not None else "", f"<= {hi:g}" if hi is not None else "") if x)
+
+
 # --------------------------------------------------------------------------- the kinds
 
-def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
-    """Run one check against the measured table."""
-    o = spec.options
-    if spec.value not in data.columns:
-        return _inconclusive(spec, f"the measured data has no column {spec.value!r}")
-    try:
-        rows = _select(data, o.get("select"))
-    except KeyError as exc:
-        return _inconclusive(spec, f"the measured data has no column {exc.args[0]!r} to select on")
-    if rows.empty:
-        return _inconclusive(spec, f"no measured rows match {dict(o.get('select') or {})}")
-    by = list(o.get("by") or [])
-    v = spec.value
-    kind = spec.kind
+def _bounds(spec, rows, data, published):
+    o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
+    lo = _resolve(o["min"], published) if "min" in o else None
+    hi = _resolve(o["max"], published) if "max" in o else None
+    ev = rows.copy()
+    ev["min"], ev["max"] = lo, hi
+    bound = _bound_words(lo, hi)
 
-    if kind in ("at_least", "at_most", "in_range"):
-        lo = _resolve(o["min"], published) if "min" in o else None
-        hi = _resolve(o["max"], published) if "max" in o else None
-        ev = rows.copy()
-        m_lo = (ev[v] / lo - 1) if lo else pd.Series(np.inf, index=ev.index)
-        m_hi = (1 - ev[v] / hi) if hi else pd.Series(np.inf, index=ev.index)
-        margins = np.minimum(m_lo, m_hi)
-        ev["min"], ev["max"] = lo, hi
-        bound = " and ".join(x for x in (f">= {lo:g}" if lo else "", f"<= {hi:g}" if hi else "") if x)
-
-        def describe(w, m):
-            return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
-                    f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%")
-        return _finish(spec, ev, pd.Series(margins, index=ev.index), describe)
-
-    if kind in ("close_to", "within_factor"):
-        ev = _targets(spec, rows, data, published, by)
-        if isinstance(ev, str):
-            return _inconclusive(spec, ev)
-        ratio = ev[v] / ev["target"]
-        ev["ratio"] = ratio
-        if kind == "close_to":
-            tol = float(o["rel_tol"])
-            margins = tol - (ratio - 1).abs()
-
-            def describe(w, m):
-                return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} ({_pct(w['ratio'] - 1)}); "
-                        f"tolerance ±{tol * 100:g}%, margin {m * 100:+.1f} points")
-        else:
-            factor = float(o["factor"])
-            spread = np.maximum(ratio, 1 / ratio)
-            margins = factor / spread - 1
-
-            def describe(w, m):
-                return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} is a factor "
-                        f"{max(w['ratio'], 1 / w['ratio']):.2f} apart; allowed {factor:g}, margin {_pct(m)}")
-        return _finish(spec, ev, pd.Series(margins, index=ev.index), describe)
-
-    if kind == "rank_order":
-        across, order = o["across"], [str(x) for x in o["order"]]
-        if across not in rows.columns:
-            return _inconclusive(spec, f"the measured data has no column {across!r}")
-        recs = []
-        for key, g in (rows.groupby(by, sort=False) if by else [((), rows)]):
-            vals = {str(a): float(g[g[across].astype(str) == a][v].mean()) for a in order}
-            if any(math.isnan(x) for x in vals.values()):
-                missing = [a for a, x in vals.items() if math.isnan(x)]
-                return _inconclusive(spec, f"no rows for {across}={', '.join(missing)}"
-                                     + (f" in {key}" if by else ""))
-            for a, b in zip(order, order[1:]):
-                recs.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "lower": a, "higher": b,
-                             f"{v}_lower": vals[a], f"{v}_higher": vals[b]})
-        ev = pd.DataFrame(recs)
-        margins = ev[f"{v}_higher"] / ev[f"{v}_lower"].replace(0, np.nan) - 1
-        # a zero lower value: any positive higher value is infinitely far above it
-        margins = margins.fillna(pd.Series(np.where(ev[f"{v}_higher"] > 0, np.inf, -1.0), index=ev.index))
-
-        def describe(w, m):
-            return (f"{_label(w, by)}: {w['lower']} {w[f'{v}_lower']:.4g} < {w['higher']} {w[f'{v}_higher']:.4g}"
-                    f"{'' if m >= 0 else ' is violated'}; tightest gap {_pct(m)}")
-        return _finish(spec, ev, margins, describe)
-
-    if kind == "grows_with":
-        x = o["x"]
-        need = float(o.get("min_gain", 1.0))
-        if x not in rows.columns:
-            return _inconclusive(spec, f"the measured data has no column {x!r}")
-        recs = []
-        for key, g in (rows.groupby(by, sort=False) if by else [((), rows)]):
-            means = g.groupby(x)[v].mean().sort_index()
-            if len(means) < 2:
-                return _inconclusive(spec, f"only one value of {x} measured" + (f" for {key}" if by else ""))
-            steps = means.values[1:] / means.values[:-1]
-            recs.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
-                         f"{x}_from": means.index[0], f"{x}_to": means.index[-1],
-                         f"{v}_from": means.values[0], f"{v}_to": means.values[-1],
-                         "gain": means.values[-1] / means.values[0], "monotone": bool((steps >= 1).all())})
-        ev = pd.DataFrame(recs)
-        margins = ev["gain"] / need - 1
-
-        def describe(w, m):
-            return (f"{_label(w, by)}: {w[f'{v}_from']:.4g} at {x}={w[f'{x}_from']} to {w[f'{v}_to']:.4g} at "
-                    f"{x}={w[f'{x}_to']}, a gain of {w['gain']:.2f}x (needed >= {need:g}x, margin {_pct(m)})"
-                    f"{'' if w['monotone'] else '; not monotone'}")
-        return _finish(spec, ev, margins, describe)
-
-    raise ValueError(f"unknown check kind {kind!r}")
+    def describe(w, m):
+        return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
+                f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%")
+    return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)
 
 
-def _targets(spec, rows, data, published, by) -> pd.DataFrame | str:
+kind("at_least", options={"min": _NUMBER_OR_REF}, required=("min",))(_bounds)
+kind("at_most", options={"max": _NUMBER_OR_REF}, required=("max",))(_bounds)
+kind("in_range", options={"min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF}, required=("min", "max"))(_bounds)
+
+_TARGET_OPTIONS = {
+    "target": _NUMBER_OR_REF,
+    "target_published": {"type": "boolean"},
+    "target_rows": _LABELS,
+}
+
+
+@kind("close_to", options={**_TARGET_OPTIONS, "rel_tol": {"type": "number", "exclusiveMinimum": 0}},
+      required=("rel_tol",), one_of=_TARGETS)
+def _close_to(spec, rows, data, published):
+    """Each value within a relative tolerance of its target."""
+    ev = _targets(spec, rows, data, published)
+    if isinstance(ev, str):
+        return _inconclusive(spec, ev)
+    v, tol = spec.value, float(spec.options["rel_tol"])
+    ev["ratio"] = ev[v] / ev["target"]
+    margins = tol - (ev["ratio"] - 1).abs()
+
+    def describe(w, m):
+        return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} ({_pct(w['ratio'] - 1)}); "
+                f"tolerance ±{tol * 100:g}%, margin {m * 100:+.1f} points")
+    return _finish(spec, ev, margins, describe)
+
+
+@kind("within_factor", options={**_TARGET_OPTIONS, "factor": {"type": "number", "minimum": 1}},
+      required=("factor",), one_of=_TARGETS)
+def _within_factor(spec, rows, data, published):
+    """Each value within a factor of its target, either way."""
+    ev = _targets(spec, rows, data, published)
+    if isinstance(ev, str):
+        return _inconclusive(spec, ev)
+    v, factor = spec.value, float(spec.options["factor"])
+    ev["ratio"] = ev[v] / ev["target"]
+    margins = factor / np.maximum(ev["ratio"], 1 / ev["ratio"]) - 1
+
+    def describe(w, m):
+        return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} is a factor "
+                f"{max(w['ratio'], 1 / w['ratio']):.2f} apart; allowed {factor:g}, margin {_pct(m)}")
+    return _finish(spec, ev, pd.Series(margins, index=ev.index), describe)
+
+
+@kind("rank_order", options={"across": {"type": "string"},
+                             "order": {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2}},
+      required=("across", "order"))
+def _rank_order(spec, rows, data, published):
+    """The groups of ``across`` rank in ``order``, smallest value first."""
+    o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
+    across, order = o["across"], [str(x) for x in o["order"]]
+    if across not in rows.columns:
+        return _inconclusive(spec, f"the measured data has no column {across!r}")
+    recs = []
+    for key, g in _groups(rows, by):
+        vals = {a: float(g[g[across].astype(str) == a][v].mean()) for a in order}
+        missing = [a for a, x in vals.items() if math.isnan(x)]
+        if missing:
+            return _inconclusive(spec, f"no rows for {across}={', '.join(missing)}" + (f" in {key}" if by else ""))
+        for a, b in zip(order, order[1:]):
+            recs.append({**dict(zip(by, key)), "lower": a, "higher": b,
+                         f"{v}_lower": vals[a], f"{v}_higher": vals[b]})
+    ev = pd.DataFrame(recs)
+    margins = ev[f"{v}_higher"] / ev[f"{v}_lower"].replace(0, np.nan) - 1
+    # a zero lower value: any positive higher value is infinitely far above it
+    margins = margins.fillna(pd.Series(np.where(ev[f"{v}_higher"] > 0, np.inf, -1.0), index=ev.index))
+
+    def describe(w, m):
+        return (f"{_label(w, by)}: {w['lower']} {w[f'{v}_lower']:.4g} < {w['higher']} {w[f'{v}_higher']:.4g}"
+                f"{'' if m >= 0 else ' is violated'}; tightest gap {_pct(m)}")
+    return _finish(spec, ev, margins, describe)
+
+
+@kind("grows_with", options={"x": {"type": "string"},
+                             "min_gain": {"type": "number", "exclusiveMinimum": 0},
+                             "max_gain": {"type": "number", "exclusiveMinimum": 0}},
+      required=("x",))
+def _grows_with(spec, rows, data, published):
+    """Value at the largest ``x`` over value at the smallest: at least ``min_gain``, at most ``max_gain``."""
+    o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
+    x = o["x"]
+    lo = float(o["min_gain"]) if "min_gain" in o else (None if "max_gain" in o else 1.0)
+    hi = float(o["max_gain"]) if "max_gain" in o else None
+    if x not in rows.columns:
+        return _inconclusive(spec, f"the measured data has no column {x!r}")
+    recs = []
+    for key, g in _groups(rows, by):
+        means = g.groupby(x)[v].mean().sort_index()
+        if len(means) < 2:
+            return _inconclusive(spec, f"only one value of {x} measured" + (f" for {key}" if by else ""))
+        steps = means.values[1:] / means.values[:-1]
+        recs.append({**dict(zip(by, key)), f"{x}_from": means.index[0], f"{x}_to": means.index[-1],
+                     f"{v}_from": means.values[0], f"{v}_to": means.values[-1],
+                     "gain": means.values[-1] / means.values[0], "monotone": bool((steps >= 1).all())})
+    ev = pd.DataFrame(recs)
+    need = " and ".join(w for w in (f">= {lo:g}x" if lo is not None else "", f"<= {hi:g}x" if hi is not None else "") if w)
+
+    def describe(w, m):
+        return (f"{_label(w, by)}: {w[f'{v}_from']:.4g} at {x}={w[f'{x}_from']} to {w[f'{v}_to']:.4g} at "
+                f"{x}={w[f'{x}_to']}, a gain of {w['gain']:.2f}x (needed {need}, margin {_pct(m)})"
+                f"{'' if w['monotone'] else '; not monotone'}")
+    return _finish(spec, ev, _bounds_margins(ev["gain"], lo, hi), describe)
+
+
+@kind("ratio", options={"numerator": _LABELS, "denominator": _LABELS,
+                        "min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF},
+      required=("numerator", "denominator"), any_of=("min", "max"))
+def _ratio(spec, rows, data, published):
+    """The mean of the ``numerator`` rows over the mean of the ``denominator`` rows, within bounds."""
+    o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
+    num, den = dict(o["numerator"]), dict(o["denominator"])
+    lo = _resolve(o["min"], published) if "min" in o else None
+    hi = _resolve(o["max"], published) if "max" in o else None
+    for col in {*num, *den}:
+        if col not in rows.columns:
+            return _inconclusive(spec, f"the measured data has no column {col!r}")
+    keys = [c for c in by if c not in num and c not in den]
+    recs = []
+    for key, g in _groups(rows, keys):
+        top, bottom = _select(g, num)[v], _select(g, den)[v]
+        if top.empty or bottom.empty:
+            which = num if top.empty else den
+            return _inconclusive(spec, f"no measured rows for {which}" + (f" in {dict(zip(keys, key))}" if keys else ""))
+        recs.append({**dict(zip(keys, key)), "numerator": float(top.mean()), "denominator": float(bottom.mean()),
+                     "ratio": float(top.mean()) / float(bottom.mean()) if float(bottom.mean()) else np.inf})
+    ev = pd.DataFrame(recs)
+    bound = _bound_words(lo, hi)
+    nwords = ", ".join(f"{k}={x}" for k, x in num.items())
+    dwords = ", ".join(f"{k}={x}" for k, x in den.items())
+
+    def describe(w, m):
+        return (f"{_label(w, keys)}: {nwords} / {dwords} = {w['numerator']:.4g} / {w['denominator']:.4g} = "
+                f"{w['ratio']:.2f} (required {bound}, margin {_pct(m)})")
+    return _finish(spec, ev, _bounds_margins(ev["ratio"], lo, hi), describe)
+
+
+@kind("count", options={"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
+      any_of=("min", "max"))
+def _count(spec, rows, data, published):
+    """The number of distinct values of ``value`` among the selected rows, within bounds."""
+    o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
+    lo, hi = o.get("min"), o.get("max")
+    recs = []
+    for key, g in _groups(rows, by):
+        found = sorted(g[v].dropna().astype(str).unique())
+        recs.append({**dict(zip(by, key)), "count": len(found), "values": ", ".join(found)})
+    ev = pd.DataFrame(recs)
+    counts = ev["count"].astype(float)
+    margins = pd.Series(np.minimum(counts - lo if lo is not None else np.inf,
+                                   hi - counts if hi is not None else np.inf), index=ev.index)
+    # a count is judged exactly: margin in units of rows, as a fraction of the bound
+    scale = float(lo or hi or 1)
+    bound = _bound_words(lo, hi)
+
+    def describe(w, m):
+        return f"{_label(w, by)}: {w['count']} distinct {v} (required {bound}, margin {_pct(m)}): {w['values']}"
+    return _finish(spec, ev, margins / scale, describe)
+
+
+def _targets(spec, rows, data, published) -> pd.DataFrame | str:
     """Pair each measured row with its target: a literal, a published number, or other measured rows."""
     o, v = spec.options, spec.value
+    by = list(o.get("by") or [])
     if "target" in o:
         ev = rows.copy()
         ev["target"] = _resolve(o["target"], published)
@@ -246,6 +447,8 @@ def _targets(spec, rows, data, published, by) -> pd.DataFrame | str:
     if o.get("target_published"):
         recs = []
         for n in published.values():
+            if n.measure and n.measure != v:
+                continue
             if not n.labels or not set(n.labels) <= set(rows.columns):
                 continue
             match = rows
@@ -253,9 +456,9 @@ def _targets(spec, rows, data, published, by) -> pd.DataFrame | str:
                 match = match[match[col].astype(str) == str(val)]
             if match.empty:
                 continue
-            recs.append({"label": f"{n.id} ({', '.join(f'{k}={val}' for k, val in n.labels.items())})",
+            recs.append({"label": f"{n.what or n.id} ({', '.join(f'{k}={val}' for k, val in n.labels.items())})",
                          v: float(match[v].mean()), "target": n.value, "published": n.id,
-                         "precision": n.precision})
+                         "precision": n.precision, **dict(n.labels)})
         if not recs:
             return "no measured rows match any published number's labels"
         return pd.DataFrame(recs)
@@ -264,9 +467,9 @@ def _targets(spec, rows, data, published, by) -> pd.DataFrame | str:
     for col in other:
         if col not in data.columns:
             return f"the measured data has no column {col!r}"
-        mine = mine[mine[col].astype(str) != str(other[col])]
-    theirs = _select(data, {**dict(o.get("select") or {}), **other}) if not set(other) & set(o.get("select") or {}) \
-        else _select(data, other)
+        mine = mine[~_match(mine[col], other[col])]
+    select = {k: x for k, x in dict(o.get("select") or {}).items() if k not in other}
+    theirs = _select(data, {**select, **other})
     if mine.empty or theirs.empty:
         return f"no measured rows for {other}" if theirs.empty else "no rows to compare"
     keys = [c for c in by if c not in other]
@@ -279,25 +482,44 @@ def _targets(spec, rows, data, published, by) -> pd.DataFrame | str:
     return ev[[*by, "label", v, "target"]]
 
 
+def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
+    """Run one check against the measured table."""
+    if spec.value not in data.columns:
+        return _inconclusive(spec, f"the measured data has no column {spec.value!r}")
+    try:
+        rows = _select(data, spec.options.get("select"))
+    except KeyError as exc:
+        return _inconclusive(spec, f"the measured data has no column {exc.args[0]!r} to select on")
+    if rows.empty:
+        return _inconclusive(spec, f"no measured rows match {dict(spec.options.get('select') or {})}")
+    return KINDS[spec.kind].judge(spec, rows, data, published)
+
+
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
-                published: Mapping[str, PublishedNumber] | None = None) -> ClaimVerdict:
+                published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
+                warnings: Iterable[str] = ()) -> ClaimVerdict:
     """Every check of ``claim`` on ``measured``; ``None`` or an empty table means ``not run``.
 
     The claim holds only if every check holds; it fails if any fails; else it
     is inconclusive. The margin reported is the tightest of the checks.
+    ``warnings`` (e.g. the host fell short of the claim's requirements) are
+    carried to the page beside the verdict.
     """
     pub = dict(published) if published is not None else {n.id: n for n in claim.published}
+    warnings = tuple(warnings)
     if measured is None or measured.empty:
-        return ClaimVerdict(claim.key, Verdict.NOT_RUN, "no outputs are available for this claim yet", None, source)
+        return ClaimVerdict(claim.key, Verdict.NOT_RUN, not_run_reason or "no outputs are available for this claim",
+                            None, source, (), warnings)
     results = tuple(evaluate_check(spec, measured, pub) for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if failing:
         worst = min(failing, key=lambda r: r.margin)
-        return ClaimVerdict(claim.key, Verdict.FAILS, f"{worst.what}: {worst.reason}", worst.margin, source, results)
+        return ClaimVerdict(claim.key, Verdict.FAILS, f"{worst.what}: {worst.reason}", worst.margin, source, results,
+                            warnings)
     if unsure:
         return ClaimVerdict(claim.key, Verdict.INCONCLUSIVE, f"{unsure[0].what}: {unsure[0].reason}", None,
-                            source, results)
+                            source, results, warnings)
     tight = min(results, key=lambda r: r.margin)
     return ClaimVerdict(claim.key, Verdict.HOLDS, f"tightest check — {tight.what}: {tight.reason}", tight.margin,
-                        source, results)
+                        source, results, warnings)

@@ -65,7 +65,7 @@ def load_yaml(path: Path, schema: str) -> dict:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
         raise ConfigError(f"not valid YAML: {exc}", file=path, key=where) from exc
-    validator = _jsonschema().Draft202012Validator(_schema(schema))
+    validator = jsonschema_module().Draft202012Validator(_schema(schema))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         err = errors[0]
@@ -85,7 +85,7 @@ def load_yaml(path: Path, schema: str) -> dict:
     return data
 
 
-def _jsonschema():
+def jsonschema_module():
     """``jsonschema``, imported without its optional RFC 3987 format checker.
 
     Our schemas use no ``format``; that checker's grammar takes over a second
@@ -227,7 +227,24 @@ class Step:
 
 
 @dataclass(frozen=True)
+class PublishedValue:
+    """One source's value for a published number (a figure of a draft, of the camera-ready, a guide's example)."""
+
+    name: str
+    value: float
+    source: str
+    precision: str
+
+
+@dataclass(frozen=True)
 class PublishedNumber:
+    """A number the paper (or its guide) publishes: the target value of the checks, and where it comes from.
+
+    ``labels`` say which measured rows it speaks of; ``measure`` names the
+    measured column when it is not the check's own (a table of several
+    measures); ``sources`` holds every source's value, the target's first.
+    """
+
     id: str
     value: float
     unit: str
@@ -235,10 +252,18 @@ class PublishedNumber:
     precision: str
     what: str = ""
     labels: Mapping[str, Any] = field(default_factory=dict)
+    measure: str = ""
+    table: str = ""
+    sources: tuple[PublishedValue, ...] = ()
 
     @property
     def read_off_figure(self) -> bool:
         return self.precision == "read-off-figure"
+
+    @property
+    def others(self) -> tuple[PublishedValue, ...]:
+        """The sources other than the target."""
+        return self.sources[1:]
 
 
 @dataclass(frozen=True)
@@ -264,6 +289,9 @@ class Parameter:
     help: str
 
 
+PRESENTATIONS = ("plot", "table", "both")
+
+
 @dataclass(frozen=True)
 class Claim:
     paper: str
@@ -281,11 +309,51 @@ class Claim:
     published: tuple[PublishedNumber, ...]
     published_note: str
     checks: tuple[CheckSpec, ...]
-    plot: Mapping[str, Any]
+    plots: tuple[Mapping[str, Any], ...]
+    manual: tuple[Step, ...] = ()
+    presentation: str = "plot"
+    published_tables: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.paper}/{self.id}"
+
+    @property
+    def expected_time(self) -> str:
+        """The expected time of a live run in words ("about 4.2 hours"), or "" when the guide gives none."""
+        return f"about {duration_words(self.expected_minutes)}" if self.expected_minutes else ""
+
+    def resolve_params(self, params: Mapping | None) -> dict[str, Any]:
+        """Every parameter of the claim with its value: given ones checked, the rest at their defaults.
+
+        Raises
+        ------
+        ConfigError
+            An unknown name (the known ones are listed) or a value of the
+            wrong type (an ``int`` parameter given ``"abc"``).
+        """
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            raise ConfigError(f"{self.key} has no parameter(s) {', '.join(unknown)} "
+                              f"(it has: {', '.join(self.parameters) or 'none'})")
+        out = {}
+        for name, p in self.parameters.items():
+            val = params.get(name, p.default)
+            want = type(p.default)
+            ok = (isinstance(val, bool) if want is bool else
+                  isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
+                  if want in (int, float) else isinstance(val, str))
+            if not ok:
+                raise ConfigError(f"parameter {name} of {self.key} takes a {want.__name__} "
+                                  f"(like its default {p.default!r}), not {val!r}: {p.help}")
+            out[name] = int(val) if want is int else val
+        return out
+
+    @property
+    def runs_live(self) -> bool:
+        """Whether reprobook can perform this claim's experiment (it has steps to run)."""
+        return bool(self.run)
 
     @property
     def expected_minutes(self) -> float:
@@ -307,6 +375,7 @@ class Paper:
     setup: tuple[Step, ...]
     published: Mapping[str, PublishedNumber]
     claims: Mapping[str, Claim]
+    published_tables: Mapping[str, tuple[PublishedNumber, ...]] = field(default_factory=dict)
 
     def claim(self, claim_id: str) -> Claim:
         try:
@@ -314,6 +383,11 @@ class Paper:
         except KeyError:
             raise ConfigError(f"paper {self.id!r} has no claim {claim_id!r} (claims: {', '.join(self.claims)})",
                               file=self.path) from None
+
+
+def duration_words(minutes: float) -> str:
+    """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
+    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
 
 
 def _requirements(d: Mapping | None, base: Requirements | None = None) -> Requirements:
@@ -333,6 +407,8 @@ def _steps(items) -> tuple[Step, ...]:
 def load_paper(path: Path) -> Paper:
     """Load and validate one ``configs/papers/<paper>.yaml``."""
     path = Path(path)
+    from . import checks as check_registry
+    from . import loaders as loader_registry
     data = load_yaml(path, "paper")
     meta = data["paper"]
     if meta["id"] != path.stem:
@@ -345,7 +421,15 @@ def load_paper(path: Path) -> Paper:
         if n["id"] in published:
             raise ConfigError(f"duplicate published number id {n['id']!r}", file=path, key=f"published[{i}].id")
         published[n["id"]] = PublishedNumber(id=n["id"], value=float(n["value"]), unit=n["unit"], source=n["source"],
-                                             precision=n["precision"], what=n.get("what", ""), labels=_frozen(n.get("labels")))
+                                             precision=n["precision"], what=n.get("what", ""), labels=_frozen(n.get("labels")),
+                                             sources=(PublishedValue("", float(n["value"]), n["source"], n["precision"]),))
+    tables = {}
+    for i, t in enumerate(data.get("published_tables") or ()):
+        if t["id"] in tables or t["id"] in published:
+            raise ConfigError(f"duplicate published id {t['id']!r}", file=path, key=f"published_tables[{i}].id")
+        tables[t["id"]] = _expand_table(t, path, f"published_tables[{i}]")
+        for n in tables[t["id"]]:
+            published[n.id] = n
     machine = _requirements(data.get("machine"))
     setup = _steps(data.get("setup"))
     claims = {}
@@ -358,16 +442,18 @@ def load_paper(path: Path) -> Paper:
             if pid not in published:
                 raise ConfigError(f"no published number {pid!r} in this file", file=path, key=f"{where}.published[{j}]")
             nums.append(published[pid])
+        for j, tid in enumerate(c.get("published_tables") or ()):
+            if tid not in tables:
+                raise ConfigError(f"no published table {tid!r} in this file (tables: {', '.join(tables) or 'none'})",
+                                  file=path, key=f"{where}.published_tables[{j}]")
+            nums.extend(tables[tid])
         checks = []
         for j, ch in enumerate(c["checks"]):
-            for opt in ("min", "max", "target"):
-                ref = ch.get(opt)
-                if isinstance(ref, dict) and ref["published"] not in published:
-                    raise ConfigError(f"no published number {ref['published']!r} in this file",
-                                      file=path, key=f"{where}.checks[{j}].{opt}.published")
-            _check_options(ch, path, f"{where}.checks[{j}]")
-            opts = {k: v for k, v in ch.items() if k not in ("kind", "what", "value")}
-            checks.append(CheckSpec(kind=ch["kind"], what=ch["what"], value=ch["value"], options=_frozen(opts)))
+            spec = check_registry.validate(ch, file=path, key=f"{where}.checks[{j}]", published=published)
+            checks.append(CheckSpec(kind=spec.kind, what=spec.what, value=spec.value, options=_frozen(spec.options)))
+        if c["loader"] not in loader_registry.names():
+            raise ConfigError(f"no loader {c['loader']!r} (known: {', '.join(loader_registry.names())})",
+                              file=path, key=f"{where}.loader")
         for name, ref in (c.get("reference") or {}).items():
             repo = ref.split("@", 1)[0]
             if "/" not in repo and repo not in repos:
@@ -381,30 +467,67 @@ def load_paper(path: Path) -> Paper:
             outputs=_frozen({k: OutputSpec(k, o["path"], o.get("glob", "*"), o.get("description", ""))
                              for k, o in (c.get("outputs") or {}).items()}),
             reference=_frozen(c.get("reference")), loader=c["loader"], published=tuple(nums),
-            published_note=c.get("published_note", ""), checks=tuple(checks), plot=_frozen(c.get("plot")),
+            published_note=c.get("published_note", ""), checks=tuple(checks),
+            plots=tuple(_frozen(p) for p in (c["plot"] if isinstance(c.get("plot"), list) else [c.get("plot") or {}])
+                        if p),
+            manual=_steps(c.get("manual")), presentation=c.get("presentation", "plot"),
+            published_tables=tuple(c.get("published_tables") or ()),
         )
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
-                 claims=_frozen(claims))
+                 claims=_frozen(claims), published_tables=_frozen(tables))
 
 
-_REQUIRED_OPTIONS = {
-    "at_least": ("min",), "at_most": ("max",), "in_range": ("min", "max"),
-    "close_to": ("rel_tol",), "within_factor": ("factor",), "rank_order": ("across", "order"),
-    "grows_with": ("x",),
-}
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
 
 
-def _check_options(ch: Mapping, path: Path, where: str) -> None:
-    for opt in _REQUIRED_OPTIONS[ch["kind"]]:
-        if opt not in ch:
-            raise ConfigError(f"a {ch['kind']} check needs {opt!r}", file=path, key=f"{where}.{opt}")
-    if ch["kind"] in ("close_to", "within_factor"):
-        given = [k for k in ("target", "target_published", "target_rows") if k in ch]
-        if len(given) != 1:
-            raise ConfigError(f"a {ch['kind']} check needs exactly one of target, target_published, target_rows",
-                              file=path, key=where)
+def _expand_table(t: Mapping, path: Path, where: str) -> tuple[PublishedNumber, ...]:
+    """A ``published_tables`` entry -> one `PublishedNumber` per non-empty cell, the target source's value first."""
+    labels, columns, col_label = list(t["labels"]), list(t["columns"]), t.get("column_label")
+    sources = t["sources"]
+    targets = [i for i, src in enumerate(sources) if src.get("target")]
+    if len(targets) > 1:
+        raise ConfigError("more than one source is marked target: true", file=path, key=f"{where}.sources")
+    order = [targets[0] if targets else 0] + [i for i in range(len(sources)) if i != (targets[0] if targets else 0)]
+    units = t["unit"]
+    if isinstance(units, Mapping):
+        missing = [c for c in columns if c not in units]
+        if missing:
+            raise ConfigError(f"no unit for column(s) {', '.join(map(str, missing))}", file=path, key=f"{where}.unit")
+    cells: dict[tuple, list[PublishedValue]] = {}
+    for si in order:
+        src = sources[si]
+        for ri, row in enumerate(src["rows"]):
+            key = f"{where}.sources[{si}].rows[{ri}]"
+            if len(row) != len(labels) + len(columns):
+                raise ConfigError(f"a row needs {len(labels)} label(s) ({', '.join(labels)}) and {len(columns)} "
+                                  f"value(s) ({', '.join(map(str, columns))}); this one has {len(row)} cells",
+                                  file=path, key=key)
+            head, values = row[:len(labels)], row[len(labels):]
+            for ci, (col, val) in enumerate(zip(columns, values)):
+                if val is None:
+                    continue
+                if isinstance(val, bool) or not isinstance(val, (int, float)):
+                    raise ConfigError(f"{val!r} is not a number (use null for no value)", file=path,
+                                      key=f"{key}[{len(labels) + ci}]")
+                cells.setdefault((*head, col), []).append(
+                    PublishedValue(src["name"], float(val), src["source"], src["precision"]))
+    out = []
+    for (*head, col), values in cells.items():
+        lab = dict(zip(labels, head))
+        if col_label:
+            lab[col_label] = col
+        unit = units[col] if isinstance(units, Mapping) else units
+        target = values[0]
+        out.append(PublishedNumber(
+            id=f"{t['id']}-" + "-".join(_slug(x) for x in (*head, col)), value=target.value, unit=unit,
+            source=target.source, precision=target.precision,
+            what=f"{t.get('what', t['id'])}: " + ", ".join(f"{k}={v}" for k, v in lab.items())
+                 + ("" if col_label else f", {col}"),
+            labels=_frozen(lab), measure="" if col_label else str(col), table=t["id"], sources=tuple(values)))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- settings and project

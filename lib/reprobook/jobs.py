@@ -40,14 +40,29 @@ echo "$rc" > exit_code.tmp && mv exit_code.tmp exit_code
 
 _LAUNCH = r"""
 set -eu
-base=$1; run_id=$2; cmd_b64=$3; wrapper_b64=$4
+base=$1; run_id=$2; cmd_b64=$3; wrapper_b64=$4; resume=$5
 rundir="$base/runs/$run_id"
 umask 077
 mkdir -p "$base/runs"
 chmod 700 "$base" "$base/runs"
 exec 8>"$base/launch.lock"
 flock -w 30 8 || { echo "RB:MUTEX"; exit 0; }
-if [ -f "$rundir/pid" ]; then echo "RB:ATTACH"; exit 0; fi
+if [ -f "$rundir/pid" ]; then
+  # an ended job that did not succeed (or whose process is gone) is resumed when asked: its finished steps stay done
+  pid=$(cat "$rundir/pid"); code=$(cat "$rundir/exit_code" 2>/dev/null || true)
+  alive=no
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; then alive=yes; fi
+  if [ "$resume" = 1 ] && [ "$alive" = no ] && [ "$code" != 0 ]; then
+    n=1; while [ -e "$rundir/attempt-$n" ]; do n=$((n + 1)); done
+    mkdir "$rundir/attempt-$n"
+    for f in log exit_code ended pid cancelled started boot_id cmd.sh; do
+      [ -e "$rundir/$f" ] && mv "$rundir/$f" "$rundir/attempt-$n/"
+    done
+    echo "RB:RESUMING $n"
+  else
+    echo "RB:ATTACH"; exit 0
+  fi
+fi
 exec 9>>"$base/busy.lock"
 if ! flock -n 9; then echo "RB:BUSY $(cat "$base/busy.owner" 2>/dev/null)"; exit 0; fi
 mkdir -p "$rundir"
@@ -248,10 +263,14 @@ true
                   log_tail=st.log_tail, host=self.host.name)
 
 
-def launch(host: Host, run_id: str, script: str) -> tuple[Job, bool]:
+def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
 
-    Returns the `Job` and whether it was started now (``False``: attached).
+    With ``resume``, a run that exists but ended without success (failed,
+    cancelled or lost) is started again with ``script``: its earlier attempt
+    is kept in ``attempt-<n>/`` and the steps it finished are skipped (see
+    `reprobook.steps`). Returns the `Job` and whether it was started now
+    (``False``: attached).
 
     Raises
     ------
@@ -259,7 +278,7 @@ def launch(host: Host, run_id: str, script: str) -> tuple[Job, bool]:
         Another run holds the host's benchmark lock; the message names it.
     """
     job = Job(host, run_id)
-    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), retries=2)
+    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), "1" if resume else "0", retries=2)
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""

@@ -12,98 +12,22 @@ quoted; the step commands in the paper file read them from there.
 from __future__ import annotations
 
 import datetime as dt
-import shlex
 from typing import Mapping
 
-from .config import Claim, HostSpec, Paper, Project, Repository
+from .config import Claim, Project
 from .errors import (ConfigError, ExperimentError, HostBusy, OutputError, ReprobookError, RequirementsNotMet,
                      TestbedError)
 from .hosts import Host, open_host
 from .jobs import Job, JobStatus, launch
 from .runs import Run, RunStore, run_id_for, utcnow
+from .steps import build_script, param_env
 from .transfer import INLINE_MAX_BYTES, fetch, survey
 
 
-def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
-    """``RB_<NAME>`` for each of the claim's parameters (defaults filled in); unknown names are errors."""
-    unknown = set(params) - set(claim.parameters)
-    if unknown:
-        raise ConfigError(f"{claim.key} has no parameter(s) {', '.join(sorted(unknown))} "
-                          f"(it has: {', '.join(claim.parameters) or 'none'})")
-    env = {}
-    for name, p in claim.parameters.items():
-        val = params.get(name, p.default)
-        env["RB_" + name.upper()] = str(val).lower() if isinstance(val, bool) else str(val)
-    return env
-
-
-def _checkout_lines(repo: Repository, workdir: str) -> list[str]:
-    d = f"{workdir.rstrip('/')}/{repo.checkout}"
-    q = shlex.quote
-    lines = [
-        f"rb_checkout {q(repo.url)} {q(repo.commit)} {q(d)}",
-    ]
-    for sub, sha in repo.submodules.items():
-        lines.append(f"rb_expect_submodule {q(d)} {q(sub)} {q(sha)}")
-    return lines
-
-
-_PRELUDE = r"""
-rb_step() { echo "### reprobook step $1: $2"; }
-rb_checkout() {  # url commit dir
-  if [ ! -d "$3/.git" ]; then git clone -q --no-checkout "$1" "$3"; fi
-  git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q origin "$2" 2>/dev/null || git -C "$3" fetch -q origin
-  git -C "$3" checkout -q --detach "$2"
-  git -C "$3" submodule update -q --init --recursive
-  echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
-  git -C "$3" submodule status --recursive | while read -r sha path rest; do
-    echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
-  done
-}
-rb_expect_submodule() {  # dir path commit
-  got=$(git -C "$1/$2" rev-parse HEAD)
-  if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
-}
-"""
-
-
-def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, remote_run_dir: str) -> str:
-    """The job script: environment, checkouts at the pinned commits, then the setup and run steps."""
-    q = shlex.quote
-    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, **param_env(claim, params)}
-    git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
-    if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):
-        # a local mirror: let submodules be cloned from it too (git refuses file:// submodules by default)
-        git_config.append(("protocol.file.allow", "always"))
-    if git_config:
-        env["GIT_CONFIG_COUNT"] = str(len(git_config))
-        for i, (key, value) in enumerate(git_config):
-            env[f"GIT_CONFIG_KEY_{i}"] = key
-            env[f"GIT_CONFIG_VALUE_{i}"] = value
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
-    out += [f"export {k}={q(str(v))}" for k, v in env.items()]
-    out.append(_PRELUDE)
-    out.append(f"mkdir -p {q(host.workdir)} && cd {q(host.workdir)}")
-    steps = [("check out " + ", ".join(r.name for r in paper.repositories.values()), None)]
-    steps += [(s.name, s) for s in claim.setup + claim.run]
-    total = len(steps)
-    for i, (name, step) in enumerate(steps, 1):
-        minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
-        out.append(f"rb_step {i}/{total} {q(name + minutes)}")
-        if step is None:
-            for repo in paper.repositories.values():
-                out += _checkout_lines(repo, host.workdir)
-            continue
-        cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
-        out.append(f"( cd {q(cwd)} && set -euo pipefail\n{step.run.rstrip()}\n)")
-    out.append('echo "### reprobook: all steps done"')
-    return "\n".join(out) + "\n"
-
-
 def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
-    facts = host.facts(commands=claim.requires.commands)
-    short = facts.shortfalls(claim.requires)
+    from .requirements import shortfalls
+    facts = host.facts(claim.requires)
+    short = shortfalls(facts, claim.requires)
     if short and not allow_insufficient:
         why = f" The paper's experiment needs this because: {claim.requires.why}" if claim.requires.why else ""
         raise RequirementsNotMet(
@@ -121,29 +45,37 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     twice attaches (or, once finished, returns the recorded run) instead of
     starting again; ``new=True`` starts a fresh run.
     """
+    if not claim.runs_live:
+        how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
+               f"`reprobook import {claim.key} FILES…`." if claim.manual else "")
+        raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
     spec = project.hosts.host(host_name)
     paper = project.paper(claim.paper)
-    env = param_env(claim, params)  # validates names before anything happens
+    env = param_env(claim, params)  # validates names and types before anything happens
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
     run_id = run_id_for(claim, host_name, {k: env[k] for k in sorted(env)}, nonce)
     store = RunStore(project.settings.runs_dir)
+    resume = False
     try:
         existing = store.load(run_id)
         if existing.status == "succeeded":
             return existing
+        # failed, cancelled, lost or cut off: launch again, and the job skips the steps it finished
+        resume = existing.status in ("failed", "cancelled", "lost", "launch-unknown", "refused", "fetching", "running",
+                                     "launching")
     except ConfigError:
         pass
     with open_host(spec, project.settings) as host:
         facts, short = _check_host(host, claim, allow_insufficient)
         job = Job(host, run_id)
         script = build_script(paper, claim, spec, params, job.remote_dir)
-        run = store.create(claim, run_id, source="live", host=host_name, parameters=dict(params),
+        run = store.create(claim, run_id, source="live", host=host_name, parameters=claim.resolve_params(params),
                            host_facts={host_name: facts.as_dict()}, requirement_shortfalls=short,
                            remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                            status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                           for r in paper.repositories.values()})
         try:
-            job, started = launch(host, run_id, script)
+            job, started = launch(host, run_id, script, resume=resume)
         except HostBusy as exc:
             run.update(status="refused", error=exc.message)
             raise

@@ -153,3 +153,33 @@ def test_unknown_and_changed_host_keys_are_refused(tmp_path, bed, monkeypatch):
     with open_host(project.hosts.host("known"), project.settings) as host:
         with pytest.raises(HostKeyError, match="CHANGED"):
             host.run("true")
+
+
+def test_failed_step_is_resumed_not_restarted(fixture):
+    """A run that failed in its benchmark step, launched again, skips the checkout and build it had finished."""
+    project = load_project(fixture.root)
+    claim = project.claim("fixture/validator-throughput")
+    wd = fixture.workdirs["node1"]
+    (wd / "fail-once").write_text("")
+    with pytest.raises(ExperimentError) as err:
+        perform(project, claim, "node1", {"duration": 0.2}, progress=False, poll_s=0.2)
+    assert "exit code: 9" in str(err.value) and "fail-once is there" in str(err.value)
+    assert (wd / "build-count.txt").read_text().splitlines() == ["built"]
+    first = RunStore(project.settings.runs_dir).runs(claim)[-1]
+    assert first.status == "failed"
+
+    (wd / "fail-once").unlink()  # the evaluator fixes the cause; same claim, host and parameters
+    run = perform(project, claim, "node1", {"duration": 0.2}, progress=False, poll_s=0.2)
+    assert run.id == first.id and run.status == "succeeded"
+    assert (wd / "build-count.txt").read_text().splitlines() == ["built"], "the finished build step ran again"
+    log = (run.path / "log.txt").read_text()
+    assert "step 1/3: check out bench [skipped: done in an earlier attempt]" in log
+    assert "step 2/3: fixture build (counts its runs in build-count.txt) [skipped: done in an earlier attempt]" in log
+    assert "step 3/3: fixture benchmark" in log and "skipped" not in log.split("step 3/3")[1].splitlines()[0]
+    remote = wd / ".reprobook" / "runs" / run.id
+    assert (remote / "attempt-1" / "exit_code").read_text().strip() == "9"  # the failed attempt is kept
+    assert len(run.files("logs")) == 2
+
+    # other parameters are another run: everything from scratch
+    perform(project, claim, "node1", {"duration": 0.3}, progress=False, poll_s=0.2)
+    assert (wd / "build-count.txt").read_text().splitlines() == ["built", "built"]

@@ -102,12 +102,15 @@ def make_project(base: Path, hosts: dict[str, str], *, extra_hosts_yaml: dict | 
     claim.update(
         statement="FIXTURE claim in the validator-throughput format.",
         requires={"cores": 1, "why": "fixture"},
-        setup=[],
-        parameters={"duration": {"default": 4, "help": "seconds the fixture benchmark takes"},
+        setup=[{"name": "fixture build (counts its runs in build-count.txt)",
+                "run": 'echo built >> "$RB_WORKDIR/build-count.txt"'}],
+        parameters={"duration": {"default": 4.0, "help": "seconds the fixture benchmark takes"},
                     "fail": {"default": "no", "help": "yes: exit 7 after writing out1.txt"},
                     "label": {"default": "x", "help": "free text that must reach the host literally"}},
         run=[{"name": "fixture benchmark", "cwd": "bench", "expected_minutes": 0.1,
-              "run": 'printf "%s" "$RB_LABEL" > label.txt\n./bench.sh'}],
+              "run": 'printf "%s" "$RB_LABEL" > label.txt\n'
+                     'if [ -e "$RB_WORKDIR/fail-once" ]; then echo "fixture: fail-once is there" >&2; exit 9; fi\n'
+                     './bench.sh'}],
         outputs={"logs": {"path": "bench", "glob": "out*.txt"}, "label": {"path": "bench", "glob": "label.txt"}},
         reference={},
     )

@@ -1,0 +1,122 @@
+"""Steps: the job script of a live run, built so that a run can be resumed at the step that failed.
+
+A live run is one detached job (see `reprobook.jobs`) whose script checks out
+the paper's repositories at their pinned commits and then runs the claim's
+setup and run steps in order. Each step records its completion on the host,
+in ``<run dir>/steps/<n>.done``, with a hash of the step's text. When a run
+is launched again after it failed (same claim, host and parameters: the same
+run id), the script skips every step already done with the same text, says
+so in the log, and starts again at the first step that is not; once one step
+runs, every later step runs too. Different parameters make a different run
+id, and so start from scratch.
+
+Parameters reach the steps as environment variables ``RB_<NAME>``, each value
+quoted; the step commands in the paper file read them from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from typing import Mapping
+
+from .config import Claim, HostSpec, Paper, Repository, Step
+
+STEP_MARKER = "### reprobook step"
+"""The prefix of the log line that starts each step (`reprobook.jobs` reads the last one as the current step)."""
+
+_PRELUDE = r"""
+rb_force=0
+mkdir -p "$RB_RUN_DIR/steps"
+rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in an earlier attempt)
+  if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
+    echo "### reprobook step $1/$2: $3 [skipped: done in an earlier attempt]"
+    return 1
+  fi
+  rb_force=1
+  rm -f "$RB_RUN_DIR/steps/$1.done"
+  echo "### reprobook step $1/$2: $3"
+  rb_t0=$(date +%s)
+  return 0
+}
+rb_end() {  # index hash
+  printf '%s\n' "$2" > "$RB_RUN_DIR/steps/$1.done"
+  echo "### reprobook: step $1 done in $(( $(date +%s) - rb_t0 )) s"
+}
+rb_checkout() {  # url commit dir
+  if [ ! -d "$3/.git" ]; then git clone -q --no-checkout "$1" "$3"; fi
+  git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q origin "$2" 2>/dev/null || git -C "$3" fetch -q origin
+  git -C "$3" checkout -q --detach "$2"
+  git -C "$3" submodule update -q --init --recursive
+  echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
+  git -C "$3" submodule status --recursive | while read -r sha path rest; do
+    echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
+  done
+}
+rb_expect_submodule() {  # dir path commit
+  got=$(git -C "$1/$2" rev-parse HEAD)
+  if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
+}
+"""
+
+
+def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
+    """``RB_<NAME>`` for each of the claim's parameters, defaults filled in (`ConfigError` for unknown names)."""
+    env = {}
+    for name, val in claim.resolve_params(params).items():
+        env["RB_" + name.upper()] = str(val).lower() if isinstance(val, bool) else str(val)
+    return env
+
+
+def _checkout_lines(repo: Repository, workdir: str) -> list[str]:
+    d = f"{workdir.rstrip('/')}/{repo.checkout}"
+    q = shlex.quote
+    lines = [f"rb_checkout {q(repo.url)} {q(repo.commit)} {q(d)}"]
+    for sub, sha in repo.submodules.items():
+        lines.append(f"rb_expect_submodule {q(d)} {q(sub)} {q(sha)}")
+    return lines
+
+
+def step_hash(name: str, cwd: str, body: str) -> str:
+    """What identifies a step's work: its name, directory and commands (a changed step runs again)."""
+    return hashlib.sha256("\0".join((name, cwd, body)).encode()).hexdigest()[:16]
+
+
+def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
+    """The steps of a live run in order: the checkout (``None``), then setup and run steps."""
+    steps: list[tuple[str, Step | None]] = [("check out " + ", ".join(r.name for r in paper.repositories.values()), None)]
+    return steps + [(s.name, s) for s in claim.setup + claim.run]
+
+
+def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, remote_run_dir: str) -> str:
+    """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable."""
+    q = shlex.quote
+    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, **param_env(claim, params)}
+    git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
+    if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):
+        # a local mirror: let submodules be cloned from it too (git refuses file:// submodules by default)
+        git_config.append(("protocol.file.allow", "always"))
+    if git_config:
+        env["GIT_CONFIG_COUNT"] = str(len(git_config))
+        for i, (key, value) in enumerate(git_config):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
+    out += [f"export {k}={q(str(v))}" for k, v in env.items()]
+    out.append(_PRELUDE)
+    out.append(f"mkdir -p {q(host.workdir)} && cd {q(host.workdir)}")
+    steps = plan(paper, claim)
+    total = len(steps)
+    for i, (name, step) in enumerate(steps, 1):
+        minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
+        if step is None:
+            body = "\n".join(line for repo in paper.repositories.values() for line in _checkout_lines(repo, host.workdir))
+            cwd = host.workdir
+        else:
+            cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
+            body = f"( cd {q(cwd)} && set -euo pipefail\n{step.run.rstrip()}\n)"
+        h = step_hash(name, cwd, body)
+        out.append(f"if rb_begin {i} {total} {q(name + minutes)} {h}; then\n{body}\nrb_end {i} {h}\nfi")
+    out.append('echo "### reprobook: all steps done"')
+    return "\n".join(out) + "\n"
