@@ -6,6 +6,7 @@ A claim notebook needs only these names::
     claim = rb.claim("aardvark/validator-throughput")
     outputs = rb.obtain(claim, source="auto")
     measured = rb.load(claim, outputs)
+    rb.plot(claim, measured)
     verdict = rb.check(claim, measured, outputs)
 """
 
@@ -15,8 +16,9 @@ __version__ = "0.1.0"
 
 # Names are imported on first use (PEP 562): the command line and the run machinery start
 # without loading pandas, matplotlib and seaborn.
-_LAZY = {**{name: "api" for name in ("check", "claim", "describe", "evaluate", "glue_verdict", "load", "obtain",
-                                     "project", "published")},
+_LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "evaluate", "glue_verdict",
+                                     "import_run", "load", "obtain", "plan", "plot", "project", "published",
+                                     "tolerance")},
          **{name: "checks" for name in ("ClaimVerdict", "Verdict")},
          **{name: "errors" for name in ("ConfigError", "ExperimentError", "OutputError", "ReprobookError",
                                         "TestbedError")}}

@@ -10,9 +10,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from . import checks, loaders, sources
-from .config import Claim, Project, load_project
-from .plots import published_frame
+from . import checks, loaders, plots, sources
+from .config import Claim, Project, duration_words, load_project
 
 _PROJECTS: dict[tuple, Project] = {}
 
@@ -35,7 +34,9 @@ def obtain(claim: Claim, source: str = "auto", *, host: str = "local", params: M
     """The claim's outputs from ``source``: ``auto``, ``reference``, ``live`` or a run id.
 
     See `reprobook.sources` for what each means. ``live`` runs the experiment
-    on ``host`` (detached; re-running attaches to the same run).
+    on ``host`` (detached; re-running attaches to the same run, or resumes it
+    at the step that failed). ``auto`` takes the latest run with the same
+    ``params``.
     """
     return sources.obtain(project(), claim, source, host=host, params=params, new=new,
                           allow_insufficient=allow_small_host, progress=progress)
@@ -47,14 +48,98 @@ def load(claim: Claim, outputs: sources.Outputs) -> pd.DataFrame:
 
 
 def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> checks.ClaimVerdict:
-    """The claim's verdict on ``measured``, tagged with where the numbers came from."""
-    label = outputs.label if outputs.available else f"not run: {outputs.detail}"
-    return checks.check_claim(claim, measured, source=label)
+    """The claim's verdict on ``measured``, tagged with where the numbers came from.
+
+    A run on a host below the claim's requirements (``allow_small_host``)
+    carries that as a warning beside the verdict.
+    """
+    label = outputs.label if outputs.available else "not run"
+    warnings = [f"the host fell short of this claim's machine requirements: {'; '.join(outputs.shortfalls)}. "
+                f"Its numbers are not comparable with the paper's."] if outputs.shortfalls else []
+    return checks.check_claim(claim, measured, source=label, warnings=warnings,
+                              not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None)
 
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:
     """The claim's published numbers as a table (value in column ``y``) for plotting."""
-    return published_frame(claim.published, y=y)
+    return plots.published_frame(claim.published, y=y)
+
+
+def tolerance(claim: Claim, *, y: str | None = None):
+    """What the claim's checks accept for column ``y`` (default: its plot's y): see `reprobook.plots.tolerance`."""
+    return plots.tolerance(claim, y=y)
+
+
+def plot(claim: Claim, measured: pd.DataFrame, **overrides):
+    """Every plot the claim declares, measured (solid) against published (hollow) with the accepted band.
+
+    Keyword arguments override the claim's plot settings (for all its plots).
+    Returns the figure; in a notebook it is shown.
+    """
+    import matplotlib.pyplot as plt
+    n = max(1, len(claim.plots))
+    fig, axes = plt.subplots(n, 1, figsize=(8, 4.5 * n), squeeze=False)
+    for i in range(n):
+        plots.claim_plot(claim, measured, index=i, ax=axes[i][0], **overrides)
+    fig.tight_layout()
+    return fig
+
+
+def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict | None = None):
+    """Measured against published, cell by cell: the value, the ratio, and each cell's verdict.
+
+    One row per published number of the claim: its labels, the published
+    value (the target source; other sources as extra columns), the unit, the
+    measured mean of the rows it speaks of, measured / published, and the
+    verdict of the check that judged that cell (``—`` when no check did).
+    Returns a pandas Styler (the frame is ``.data``).
+    """
+    from .compare import comparison
+    frame = comparison(claim, measured, verdict)
+    return frame.style.hide(axis="index").format(precision=3, na_rep="—")
+
+
+def plan(claim: Claim):
+    """The live run of the claim, step by step (commands, directories, expected times), as Markdown."""
+    from IPython.display import Markdown
+    from .steps import plan as step_plan
+    paper = project().paper(claim.paper)
+    lines = []
+    if claim.runs_live:
+        lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) checks out "
+                  + ", ".join(f"`{r.url}` at `{r.commit[:12]}`" for r in paper.repositories.values())
+                  + " on the host, then runs these steps as one detached job. A step that finished is not run "
+                    "again when a failed run is launched once more.", ""]
+        for i, (name, step) in enumerate(step_plan(paper, claim), 1):
+            if step is None:
+                continue
+            when = f" (about {duration_words(step.expected_minutes)})" if step.expected_minutes else ""
+            lines += [f"{i}. **{name}**{when}, in `{step.cwd or '.'}`" + (f" — {step.note.strip()}" if step.note else ""),
+                      "", "   ```bash", *("   " + l for l in step.run.rstrip().splitlines()), "   ```", ""]
+    if claim.manual:
+        lines += ["**Steps to run by hand** (reprobook shows them but cannot run them here):", ""]
+        for i, step in enumerate(claim.manual, 1):
+            when = f" (about {duration_words(step.expected_minutes)})" if step.expected_minutes else ""
+            lines += [f"{i}. **{step.name}**{when}" + (f", in `{step.cwd}`" if step.cwd else "")
+                      + (f" — {step.note.strip()}" if step.note else ""),
+                      "", "   ```", *("   " + l for l in step.run.rstrip().splitlines()), "   ```", ""]
+        outs = ", ".join(f"`{o.path}/{o.glob}`" for o in claim.outputs.values()) or "the output files"
+        lines += [f"Then bring {outs} back and record them: `reprobook import {claim.key} FILES… --machine "
+                  f"\"what the machine is\"`."]
+    if not lines:
+        lines = ["This claim has no live run."]
+    return Markdown("\n".join(lines))
+
+
+def import_run(claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
+               params: Mapping | None = None):
+    """Record outputs produced by hand as a run of ``claim``; from then on it is a run like any other.
+
+    ``files`` maps output names to paths (or is a list of paths when the
+    claim has one output). The run's manifest records the sha256 of each
+    file, who imported it and when, and the machine as described.
+    """
+    return sources.import_files(project(), claim, files, machine=machine, who=who, note=note, params=params)
 
 
 @dataclass(frozen=True)
@@ -74,31 +159,39 @@ def evaluate(key: str | Claim, source: str = "auto") -> Evaluation:
 
 
 def describe(claim: Claim):
-    """The claim, its references, machine needs and published numbers, as Markdown for the page."""
+    """The claim, its references, machine needs and published numbers (every source), as Markdown for the page."""
     from IPython.display import Markdown
-    r = claim.requires
-    needs = ", ".join(x for x in (
-        f"{r.cores} cores" if r.cores else "", f"{r.memory_gib:g} GiB memory" if r.memory_gib else "",
-        f"{r.numa_nodes} NUMA nodes" if r.numa_nodes else "", " or ".join(r.os) if r.os else "",
-        "Docker" if r.docker else "") if x)
+    needs = "; ".join(claim.requires.describe())
+    testbed = claim.requires.testbed
     lines = [f"**Claim.** {claim.statement}", "",
              f"**In the paper:** {', '.join(claim.refs)}. **Machine:** {needs or 'any'}"
-             + (f" ({r.testbed})" if r.testbed else "") + ". "
-             + (f"**Expected time of a live run:** about {_duration(claim.expected_minutes)}." if claim.expected_minutes else ""),
+             + (f" ({testbed})" if testbed else "") + ". "
+             + (f"**Expected time of a live run:** {claim.expected_time}." if claim.expected_time else ""),
              ""]
     if claim.published:
-        lines += ["| published number | value | unit | source | how exact |", "|---|---|---|---|---|"]
         precision = {"exact": "exact", "approximate": "approximate (stated as “about”)",
                      "read-off-figure": "read off a figure"}
+        lines += ["| published number | value | unit | source | how exact |", "|---|---|---|---|---|"]
         for n in claim.published:
+            if n.table:
+                continue
             lines.append(f"| {n.what or n.id} | {n.value:g} | {n.unit} | {n.source} | {precision[n.precision]} |")
+        paper = project().paper(claim.paper)
+        for tid in claim.published_tables:
+            cells = paper.published_tables[tid]
+            seen = {}
+            for n in cells:
+                for pv in n.sources:
+                    seen.setdefault((pv.name, pv.source, pv.precision), 0)
+                    seen[(pv.name, pv.source, pv.precision)] += 1
+            units = ", ".join(dict.fromkeys(n.unit for n in cells))
+            for i, ((name, src, prec), count) in enumerate(seen.items()):
+                role = "compared with" if i == 0 else "shown beside"
+                lines.append(f"| table `{tid}`: {count} values ({role}) | see the comparison below | {units} | "
+                             f"{src} | {precision[prec]} |")
     if claim.published_note:
-        lines += ["", f"*{claim.published_note}*"]
+        lines += ["", claim.published_note]
     return Markdown("\n".join(lines))
-
-
-def _duration(minutes: float) -> str:
-    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
 
 
 def glue_verdict(verdict: checks.ClaimVerdict) -> None:

@@ -50,7 +50,7 @@ def fingerprints(project: Project) -> dict[str, str]:
         config = paper.path.read_bytes()
         pages[f"book/{paper.id}/index.ipynb"] = _h(common, config)
         for claim in paper.claims.values():
-            latest = store.latest(claim)
+            latest = store.latest(claim, params=claim.resolve_params({}))
             fp = _h(common, config, claim.key, latest.id if latest else "no-run")
             pages[f"notebooks/{paper.id}/{claim.id}.ipynb"] = fp
             per_claim.append(fp)

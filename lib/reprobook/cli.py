@@ -35,7 +35,6 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
 # --------------------------------------------------------------------------- commands
 
 def cmd_claims(args) -> int:
-    from .api import _duration
     project = _project()
     rows = []
     for c in project.all_claims():
@@ -43,7 +42,7 @@ def cmd_claims(args) -> int:
             continue
         rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
                      "cores": c.requires.cores or "any",
-                     "live run": _duration(c.expected_minutes) if c.expected_minutes else "-",
+                     "live run": c.expected_time or "-",
                      "authors' outputs": "yes" if c.reference else "no"})
     _print_table(rows, ["claim", "title", "paper refs", "cores", "live run", "authors' outputs"])
     return 0
@@ -102,6 +101,7 @@ def cmd_run(args) -> int:
     project = _project()
     claim = project.claim(args.claim)
     params = _parse_params(args.param)
+    claim.resolve_params(params)  # unknown names and ill-typed values are refused before anything runs
     store = RunStore(project.settings.runs_dir)
     if args.source == "live":
         run = perform(project, claim, args.host, params, new=args.new,
@@ -171,22 +171,48 @@ def cmd_cancel(args) -> int:
 
 def cmd_check_host(args) -> int:
     from .hosts import open_host
+    from .requirements import shortfalls
     project = _project()
     spec = project.hosts.host(args.host)
     claims = [project.claim(args.claim)] if args.claim else project.all_claims()
-    commands = tuple(sorted({c for cl in claims for c in cl.requires.commands}))
     t0 = time.monotonic()
     with open_host(spec, project.settings) as host:
-        facts = host.facts(commands=commands)
+        facts = host.facts([c.requires for c in claims])  # one round trip for every claim's commands
     print(f"host {args.host}: reachable ({time.monotonic() - t0:.2f} s)")
     for k, v in facts.as_dict().items():
         print(f"  {k}: {v}")
+    if facts.smt == "unknown":
+        print(f"  (SMT state unknown: {facts.smt_detail}; a claim that asks for SMT on or off falls short here)")
     worst = 0
     for c in claims:
-        short = facts.shortfalls(c.requires)
+        short = shortfalls(facts, c.requires)  # this claim's requirements only, its own commands included
         print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
         worst = max(worst, 1 if short else 0)
     return worst
+
+
+def cmd_import(args) -> int:
+    from .sources import import_files
+    project = _project()
+    claim = project.claim(args.claim)
+    files: dict[str, list[str]] = {}
+    bare = []
+    for item in args.files:
+        name, sep, path = item.partition("=")
+        if sep and name in claim.outputs:
+            files.setdefault(name, []).append(path)
+        else:
+            bare.append(item)
+    if bare:
+        if files or len(claim.outputs) != 1:
+            raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH")
+        files[next(iter(claim.outputs))] = bare
+    run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
+                       params=_parse_params(args.param))
+    n = len(run.manifest["files"])
+    print(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
+          f"(source auto), or name it: --source {run.id}")
+    return 0
 
 
 def cmd_trust_host(args) -> int:
@@ -264,6 +290,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("host")
     s.add_argument("--claim", help="only this paper/claim")
     s.set_defaults(func=cmd_check_host)
+
+    s = sub.add_parser("import", help="record outputs produced by hand as a run",
+                       description="Record output files of a claim's experiment that were produced by hand, on a "
+                                   "machine reprobook cannot drive (the claim's page lists the steps). The files "
+                                   "are copied into the run store with their sha256, who imported them, when, and "
+                                   "the machine as you describe it; from then on it is a run like any other.")
+    s.add_argument("claim", help="paper/claim, e.g. verus/ironkv")
+    s.add_argument("files", nargs="+", metavar="FILE", help="output files; NAME=PATH when the claim has several "
+                                                           "outputs (see `reprobook claims`)")
+    s.add_argument("--machine", required=True, help="the machine the files come from, e.g. \"Windows 11 laptop, "
+                                                   "i9-10885H, 64 GB\"")
+    s.add_argument("--note", help="anything else a reader should know")
+    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a claim parameter the outputs were produced with (repeatable)")
+    s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("trust-host", help="record a host's SSH key after you have checked its fingerprint",
                        description="Connect to a host whose key is not yet in known_hosts, show the key's "

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import ConfigError
+from .requirements import Requirements, parse_requirements
 
 LOCAL = "local"
 
@@ -204,20 +205,6 @@ class Repository:
 
 
 @dataclass(frozen=True)
-class Requirements:
-    cores: int | None = None
-    memory_gib: float | None = None
-    disk_gib: float | None = None
-    numa_nodes: int | None = None
-    os: tuple[str, ...] = ()
-    docker: bool | None = None
-    smt: str | None = None
-    commands: tuple[str, ...] = ()
-    testbed: str = ""
-    why: str = ""
-
-
-@dataclass(frozen=True)
 class Step:
     name: str
     run: str
@@ -390,14 +377,6 @@ def duration_words(minutes: float) -> str:
     return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
 
 
-def _requirements(d: Mapping | None, base: Requirements | None = None) -> Requirements:
-    d = dict(d or {})
-    merged = dict(base.__dict__) if base else {}
-    for k, v in d.items():
-        merged[k] = tuple(v) if isinstance(v, list) else v
-    return Requirements(**merged)
-
-
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""))
@@ -430,7 +409,7 @@ def load_paper(path: Path) -> Paper:
         tables[t["id"]] = _expand_table(t, path, f"published_tables[{i}]")
         for n in tables[t["id"]]:
             published[n.id] = n
-    machine = _requirements(data.get("machine"))
+    machine = parse_requirements(data.get("machine"), file=path, key="machine")
     setup = _steps(data.get("setup"))
     claims = {}
     for ci, c in enumerate(data["claims"]):
@@ -462,7 +441,7 @@ def load_paper(path: Path) -> Paper:
         params = {k: Parameter(k, v["default"], v["help"]) for k, v in (c.get("parameters") or {}).items()}
         claims[c["id"]] = Claim(
             paper=meta["id"], id=c["id"], title=c["title"], statement=" ".join(c["statement"].split()),
-            refs=tuple(c["refs"]), requires=_requirements(c.get("requires"), machine),
+            refs=tuple(c["refs"]), requires=parse_requirements(c.get("requires"), machine, file=path, key=f"{where}.requires"),
             setup=setup + _steps(c.get("setup")), run=_steps(c.get("run")), parameters=_frozen(params),
             outputs=_frozen({k: OutputSpec(k, o["path"], o.get("glob", "*"), o.get("description", ""))
                              for k, o in (c.get("outputs") or {}).items()}),

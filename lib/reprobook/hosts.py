@@ -19,12 +19,13 @@ import shlex
 import socket
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
-from .config import HostSpec, Requirements, Settings
+from .config import HostSpec, Settings
 from .errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, TestbedError)
+from .requirements import HostFacts, Requirements, facts_from, probe_script
 
 
 @dataclass(frozen=True)
@@ -60,82 +61,8 @@ def env_prefix(env: Mapping[str, object] | None) -> str:
 
 # --------------------------------------------------------------------------- facts
 
-_FACTS_SCRIPT = r"""
-echo "hostname=$(hostname 2>/dev/null)"
-echo "kernel=$(uname -r)"
-echo "arch=$(uname -m)"
-echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
-echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
-echo "physical_cores=$(awk -F: '/^physical id/{p=$2} /^core id/{print p":"$2}' /proc/cpuinfo 2>/dev/null | sort -u | wc -l)"
-echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null || echo unknown)"
-echo "numa_nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
-echo "mem_kib=$(awk '/^MemTotal/{print $2}' /proc/meminfo 2>/dev/null)"
-echo "os=$( (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -s)"
-echo "docker=$(command -v docker >/dev/null 2>&1 && echo yes || echo no)"
-"""
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """What a host is: kernel, CPU, cores, SMT, NUMA nodes, memory, OS, Docker."""
-
-    hostname: str
-    kernel: str
-    arch: str
-    cpu_model: str
-    cpus: int
-    physical_cores: int
-    smt: str
-    numa_nodes: int
-    mem_gib: float
-    os: str
-    docker: bool
-    commands: Mapping[str, bool] = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["commands"] = dict(self.commands)
-        return d
-
-    def shortfalls(self, req: Requirements) -> list[str]:
-        """Each way in which this host falls short of ``req``, in words; empty if it meets them."""
-        out = []
-        if req.cores and self.cpus < req.cores:
-            out.append(f"needs {req.cores} cores, has {self.cpus}")
-        if req.memory_gib and self.mem_gib < req.memory_gib * 0.95:
-            out.append(f"needs {req.memory_gib:g} GiB of memory, has {self.mem_gib:.1f}")
-        if req.numa_nodes and self.numa_nodes < req.numa_nodes:
-            out.append(f"needs {req.numa_nodes} NUMA nodes, has {self.numa_nodes}")
-        if req.os and not any(self.os.lower().startswith(o.lower()) for o in req.os):
-            out.append(f"needs one of {', '.join(req.os)}, runs {self.os}")
-        if req.docker and not self.docker:
-            out.append("needs Docker, which is not installed")
-        if req.smt and self.smt != "unknown" and (self.smt == "1") != (req.smt == "on"):
-            out.append(f"needs SMT {req.smt}, it is {'on' if self.smt == '1' else 'off'}")
-        for cmd, present in self.commands.items():
-            if not present:
-                out.append(f"needs the command {cmd!r} on PATH")
-        return out
-
-
-def _parse_facts(text: str, commands: tuple[str, ...]) -> HostFacts:
-    kv = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-
-    def num(key, default=0):
-        try:
-            return int(kv.get(key, "").strip() or default)
-        except ValueError:
-            return default
-
-    cpus = num("cpus", 1)
-    return HostFacts(
-        hostname=kv.get("hostname", ""), kernel=kv.get("kernel", ""), arch=kv.get("arch", ""),
-        cpu_model=kv.get("cpu_model", ""), cpus=cpus, physical_cores=num("physical_cores") or cpus,
-        smt=kv.get("smt", "unknown").strip(), numa_nodes=num("numa_nodes") or 1,
-        mem_gib=round(num("mem_kib") / 2**20, 2), os=kv.get("os", "").strip(), docker=kv.get("docker") == "yes",
-        commands={c: kv.get(f"cmd_{c}") == "yes" for c in commands},
-    )
-
+# What a host is (HostFacts) and how it is probed live in `requirements`, next to
+# the requirements they are judged against; HostFacts stays importable from here.
 
 # --------------------------------------------------------------------------- hosts
 
@@ -187,11 +114,17 @@ class Host:
         argv = " ".join(shlex.quote(a) for a in args)
         return self.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries)
 
-    def facts(self, commands: tuple[str, ...] = ()) -> HostFacts:
-        """Gather `HostFacts` in one round trip."""
-        probe = _FACTS_SCRIPT + "".join(
-            f'echo "cmd_{c}=$(command -v {shlex.quote(c)} >/dev/null 2>&1 && echo yes || echo no)"\n' for c in commands)
-        return _parse_facts(self.run(probe, retries=1).stdout, commands)
+    def facts(self, requirements: Requirements | Iterable[Requirements] = (), *,
+              commands: Iterable[str] = ()) -> HostFacts:
+        """Gather `HostFacts` in one round trip: every fact, and each command ``requirements`` or ``commands`` name.
+
+        Free disk space is measured in the workdir (or, before it exists, its
+        nearest existing parent).
+        """
+        reqs = [requirements] if not isinstance(requirements, Iterable) else list(requirements)
+        if commands:
+            reqs.append(Requirements(commands=list(commands)))
+        return facts_from(self.run_script(probe_script(reqs), self.workdir, retries=1).stdout)
 
     def put(self, local: Path, remote: str) -> None:
         raise NotImplementedError

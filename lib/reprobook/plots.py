@@ -16,14 +16,111 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .config import PublishedNumber
+from .config import Claim, PublishedNumber
 
 
-def published_frame(numbers: Iterable[PublishedNumber], *, y: str) -> pd.DataFrame:
-    """The published numbers as rows: their labels as columns, the value as ``y``, and provenance."""
-    rows = [{**dict(n.labels), y: n.value, "published_id": n.id, "precision": n.precision, "source": n.source}
-            for n in numbers]
+def published_frame(numbers: Iterable[PublishedNumber], *, y: str, sources: str = "target") -> pd.DataFrame:
+    """The published numbers as rows: their labels as columns, the value as ``y``, and provenance.
+
+    Numbers about another measured column (``measure`` not ``y``) are left out.
+    ``sources="others"`` gives the values of the non-target sources instead.
+    """
+    rows = []
+    for n in numbers:
+        if n.measure and n.measure != y:
+            continue
+        values = n.sources[:1] if sources == "target" else n.others
+        if sources == "target" and not values:
+            values = (None,)
+        for pv in values:
+            rows.append({**dict(n.labels), y: n.value if pv is None else pv.value, "published_id": n.id,
+                         "precision": n.precision if pv is None else pv.precision,
+                         "source": n.source if pv is None else pv.source,
+                         "source_name": "" if pv is None else pv.name})
     return pd.DataFrame(rows)
+
+
+def _select_rows(frame: pd.DataFrame, select) -> pd.DataFrame:
+    for col, want in dict(select or {}).items():
+        if col in frame:
+            wanted = [str(w) for w in want] if isinstance(want, (list, tuple)) else [str(want)]
+            frame = frame[frame[col].astype(str).isin(wanted)]
+    return frame
+
+
+def tolerance(claim: Claim, *, y: str | None = None, x: str | None = None, hue: str | None = None):
+    """What the claim's checks accept, for a plot of column ``y``: ``(band, label, used_ids)`` or ``None``.
+
+    ``band`` is ``(lo, hi)`` for the whole plot, or a DataFrame of rows
+    ``x`` (and ``hue``), ``lo``, ``hi`` when the accepted range differs per
+    point; ``used_ids`` are the published numbers that became the band's
+    bounds (they need no marker of their own). The first check about ``y``
+    that has a band gives it.
+    """
+    spec0 = claim.plots[0] if claim.plots else {}
+    y = y or spec0.get("y")
+    x = x or spec0.get("x")
+    hue = hue if hue is not None else spec0.get("hue")
+    published = {n.id: n for n in claim.published}
+
+    def value(ref):
+        return published[ref["published"]].value if isinstance(ref, dict) or hasattr(ref, "get") else float(ref)
+
+    for c in claim.checks:
+        o = c.options
+        if c.value != y:
+            continue
+        if c.kind == "in_range":
+            lo, hi = value(o["min"]), value(o["max"])
+            used = {r["published"] for r in (o["min"], o["max"]) if hasattr(r, "get")}
+            label = f"accepted ({lo:g}–{hi:g})"
+            select = dict(o.get("select") or {})
+            if x and x in select:
+                xs = select[x] if isinstance(select[x], (list, tuple)) else [select[x]]
+                return pd.DataFrame({x: xs, "lo": lo, "hi": hi}), label, used
+            return (lo, hi), label, used
+        if c.kind in ("close_to", "within_factor") and o.get("target_published"):
+            rows = published_frame(claim.published, y=y)
+            if rows.empty or (x and x not in rows):
+                continue
+            if c.kind == "within_factor":
+                f = float(o["factor"])
+                lo, hi, label = rows[y] / f, rows[y] * f, f"accepted (within a factor of {f:g})"
+            else:
+                t = float(o["rel_tol"])
+                lo, hi, label = rows[y] * (1 - t), rows[y] * (1 + t), f"accepted (±{t * 100:g}%)"
+            band = rows.assign(lo=lo, hi=hi)
+            return band, label, set()
+    return None
+
+
+def claim_plot(claim: Claim, measured: pd.DataFrame, *, index: int = 0, ax: plt.Axes | None = None,
+               **overrides) -> plt.Axes:
+    """The claim's plot number ``index``: measured against published, with the accepted band, labels from the claim.
+
+    The axes, hue, selection, scales and labels come from the claim's
+    ``plot`` entry; keyword arguments override them.
+    """
+    spec = {**(dict(claim.plots[index]) if claim.plots else {}), **overrides}
+    x, y, hue = spec["x"], spec["y"], spec.get("hue")
+    select = spec.get("select")
+    data = _select_rows(measured, select) if measured is not None and not measured.empty else measured
+    tol = tolerance(claim, y=y, x=x, hue=hue)
+    band, label, used = tol if tol else (None, "", set())
+    pub = published_frame(claim.published, y=y)
+    if not pub.empty:
+        pub = _select_rows(pub[~pub["published_id"].isin(used)], select)
+        if x in pub:
+            pub = pub.dropna(subset=[x])
+    if isinstance(band, pd.DataFrame):
+        band = _select_rows(band, select)
+    unit = next((n.unit for n in claim.published if not n.measure or n.measure == y), "")
+    ax = overlay(data, pub if not pub.empty else None, x=x, y=y, hue=hue, band=band,
+                 band_label=spec.get("band_label") or label or "accepted", order=spec.get("order"),
+                 logx=bool(spec.get("logx")), logy=bool(spec.get("logy")),
+                 xlabel=spec.get("xlabel") or x, ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y),
+                 title=spec.get("title"), ax=ax)
+    return ax
 
 
 def _positions(values: Sequence, order: Sequence | None) -> tuple[dict, bool]:
@@ -88,8 +185,15 @@ def overlay(measured: pd.DataFrame, published: pd.DataFrame | None = None, *, x:
         for i, (_, r) in enumerate(band.iterrows()):
             gi = groups.index(r[hue]) if hue and hue in band else 0
             xc = xpos(r[x], gi)
-            half = (width or 0.3) / 2
-            ax.fill_between([xc - half, xc + half], r["lo"], r["hi"], color=palette[groups[gi]], alpha=0.18,
+            if numeric and logx:
+                left, right = xc / 1.25, xc * 1.25
+            elif numeric:
+                spacing = np.diff(sorted(pos.values())).min() if len(pos) > 1 else 1.0
+                left, right = xc - 0.3 * spacing, xc + 0.3 * spacing
+            else:
+                left, right = xc - (width or 0.3) / 2, xc + (width or 0.3) / 2
+            colour = palette[groups[gi]] if hue and hue in band else "0.6"
+            ax.fill_between([left, right], r["lo"], r["hi"], color=colour, alpha=0.18,
                             zorder=0, label=band_label if i == 0 else None)
 
     for gi, g in enumerate(groups):

@@ -6,7 +6,7 @@ from html import escape
 
 import pandas as pd
 
-from .api import _duration, evaluate, project
+from .api import evaluate, project
 from .checks import colour_of
 
 
@@ -52,8 +52,8 @@ def paper_overview(paper_id: str) -> pd.DataFrame:
     for c in paper.claims.values():
         r = c.requires
         rows.append({"claim": c.title, "in the paper": ", ".join(c.refs),
-                     "cores": r.cores or "any", "OS": " or ".join(r.os) or "any",
-                     "live run (setup + experiment)": _duration(c.expected_minutes) if c.expected_minutes else "—",
+                     "machine": "; ".join(r.describe()) or "any",
+                     "live run (setup + experiment)": c.expected_time or "—",
                      "authors' outputs": "yes" if c.reference else "no"})
     return pd.DataFrame(rows)
 

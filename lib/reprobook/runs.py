@@ -133,13 +133,51 @@ class RunStore:
                 bad.append(m)
         return bad
 
-    def latest(self, claim: Claim, *, source: str = "live", status: Iterable[str] = ("succeeded",)) -> Run | None:
-        """The most recent run of ``claim`` with that source and status, or ``None``."""
-        status = set(status)
+    def latest(self, claim: Claim, *, sources: Iterable[str] = ("live", "import"), status: Iterable[str] = ("succeeded",),
+               params: dict | None = None) -> Run | None:
+        """The most recent run of ``claim`` from one of ``sources`` with that status, or ``None``.
+
+        With ``params`` (resolved: every parameter with its value), only a run
+        with the same parameters counts; a run recorded before parameters were
+        resolved is compared with the claim's defaults filled in.
+        """
+        status, sources = set(status), set(sources)
         for run in reversed(self.runs(claim)):
-            if run.manifest.get("source") == source and run.status in status:
-                return run
+            if run.manifest.get("source") not in sources or run.status not in status:
+                continue
+            if params is not None:
+                try:
+                    theirs = claim.resolve_params(run.manifest.get("parameters") or {})
+                except ConfigError:
+                    continue  # recorded with parameters the claim no longer has
+                if theirs != params:
+                    continue
+            return run
         return None
+
+    def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
+                     params: dict | None = None) -> Run:
+        """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded."""
+        import shutil
+        from .transfer import sha256_file
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        run = self.create(claim, f"{claim.paper}-{claim.id}-import-{stamp}", source="import", status="importing",
+                          parameters=dict(params or {}), imported={"by": who, "at": utcnow(), "machine": machine,
+                                                                   "note": note})
+        records = []
+        for output, paths in files.items():
+            dest = run.path / "outputs" / output
+            dest.mkdir(parents=True, exist_ok=True)
+            for src in paths:
+                target = dest / Path(src).name
+                if target.exists():
+                    raise ConfigError(f"two files named {Path(src).name!r} for output {output!r}")
+                shutil.copyfile(src, target)
+                records.append({"output": output, "path": str(target.relative_to(run.path)),
+                                "size": target.stat().st_size, "sha256": sha256_file(target),
+                                "original": str(Path(src).resolve())})
+        run.update(files=records, status="succeeded", ended=utcnow())
+        return run
 
     def load(self, run_id: str) -> Run:
         """A run by id, wherever it is in the store."""

@@ -2,9 +2,9 @@
 
 ``source`` is one of:
 
-``auto``       the latest successful live run in the run store, else the
-               authors' shipped outputs, else nothing (the verdict is then
-               "not run", with the reason);
+``auto``       the latest successful live or imported run in the run store
+               with the same parameters, else the authors' shipped outputs,
+               else nothing (the verdict is then "not run", with the reason);
 ``reference``  the authors' shipped outputs, from the artifact mirror or git;
 ``live``       perform the experiment now on ``host`` (see `reprobook.live`);
 a run id       that recorded run (its files are checked against the manifest).
@@ -33,6 +33,7 @@ class Outputs:
     run_id: str | None = None
     location: str = ""
     detail: str = ""
+    shortfalls: tuple[str, ...] = ()     # how the run's host fell short of the claim's requirements
 
     @property
     def available(self) -> bool:
@@ -70,11 +71,25 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
     files: dict[str, list[Path]] = {}
     for f in run.manifest.get("files", []):
         files.setdefault(f["output"], []).append(run.path / f["path"])
-    host = "a host (name withheld)" if redact_hosts else f"host {run.manifest.get('host', '?')!r}"
     when = run.manifest.get("ended") or run.manifest.get("created")
-    return Outputs(claim.key, "live", f"run {run.id} on {host} ({when})",
+    if run.manifest.get("source") == "import":
+        imp = run.manifest.get("imported") or {}
+        machine = "a machine (withheld)" if redact_hosts else imp.get("machine", "a machine")
+        label = f"run {run.id}, done by hand on {machine} and imported ({when})"
+    else:
+        host = "a host (name withheld)" if redact_hosts else f"host {run.manifest.get('host', '?')!r}"
+        label = f"run {run.id} on {host} ({when})"
+    return Outputs(claim.key, run.manifest.get("source", "live"), label,
                    {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id,
-                   location="(withheld)" if redact_hosts else str(run.path))
+                   location="(withheld)" if redact_hosts else str(run.path),
+                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()))
+
+
+def _expand(path: Path) -> tuple[Path, ...]:
+    """A file, or every file under a directory (sorted)."""
+    if path.is_dir():
+        return tuple(sorted(p for p in path.rglob("*") if p.is_file()))
+    return (path,)
 
 
 def reference(project: Project, claim: Claim) -> Outputs:
@@ -85,10 +100,47 @@ def reference(project: Project, claim: Claim) -> Outputs:
     files, refs = {}, []
     for name, ref in claim.reference.items():
         r = artifacts.parse_ref(ref, paper)
-        files[name] = (artifacts.resolve(r, project.settings),)
+        files[name] = _expand(artifacts.resolve(r, project.settings))
         refs.append(str(r))
     return Outputs(claim.key, "reference", "the authors' shipped outputs: " + "; ".join(refs), files,
                    location=", ".join(refs))
+
+
+def _no_outputs(claim: Claim, params: Mapping | None) -> str:
+    given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
+    with_params = f" with parameters {given}" if given else ""
+    how = (f"run it live (source='live' with a host)" if claim.runs_live else
+           f"run its steps by hand and record the outputs with `reprobook import {claim.key} FILES…`")
+    return f"the authors ship no outputs for this claim, and no run{with_params} is recorded yet: {how}"
+
+
+def import_files(project: Project, claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
+                 params: Mapping | None = None) -> Run:
+    """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`)."""
+    import getpass
+    if not machine or not machine.strip():
+        raise ConfigError("describe the machine the files come from (machine=…, --machine …): the page shows it "
+                          "beside the verdict")
+    if not isinstance(files, Mapping):
+        paths = [files] if isinstance(files, (str, Path)) else list(files)
+        if len(claim.outputs) != 1:
+            raise ConfigError(f"{claim.key} has outputs {', '.join(claim.outputs) or '(none)'}: say which file is "
+                              f"which, as NAME=PATH")
+        files = {next(iter(claim.outputs)): paths}
+    resolved: dict[str, list[Path]] = {}
+    for name, paths in files.items():
+        if name not in claim.outputs:
+            raise ConfigError(f"{claim.key} has no output {name!r} (outputs: {', '.join(claim.outputs) or 'none'})")
+        for p in ([paths] if isinstance(paths, (str, Path)) else paths):
+            p = Path(p).expanduser()
+            if not p.is_file():
+                raise ConfigError(f"no such file: {p}")
+            resolved.setdefault(name, []).append(p)
+    if not resolved:
+        raise ConfigError("no files to import")
+    store = RunStore(project.settings.runs_dir)
+    return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
+                              params=claim.resolve_params(params))
 
 
 def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",
@@ -97,9 +149,11 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
     """The outputs for ``claim`` from ``source`` (see the module doc)."""
     store = RunStore(project.settings.runs_dir)
     if source == "auto":
-        run = store.latest(claim)
+        run = store.latest(claim, params=claim.resolve_params(params))
         if run is not None:
             return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+        if not claim.reference:
+            return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params))
         try:
             return reference(project, claim)
         except ArtifactError as exc:

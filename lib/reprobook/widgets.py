@@ -15,14 +15,14 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from . import api
-from .plots import overlay
 from .runs import RunStore
 
 
 def sources_for(claim) -> list[str]:
     """``reference`` (if the authors ship outputs) and the ids of the claim's successful recorded runs, newest first."""
     store = RunStore(api.project().settings.runs_dir)
-    runs = [r.id for r in reversed(store.runs(claim)) if r.manifest.get("source") == "live" and r.status == "succeeded"]
+    runs = [r.id for r in reversed(store.runs(claim))
+            if r.manifest.get("source") in ("live", "import") and r.status == "succeeded"]
     return (["reference"] if claim.reference else []) + runs
 
 
@@ -31,7 +31,6 @@ def explore(key: str) -> w.VBox:
     claim = api.claim(key)
     choice = w.Dropdown(options=sources_for(claim) or ["auto"], description="source")
     out = w.Output()
-    plot = dict(claim.plot)
 
     def show(_=None):
         out.clear_output(wait=True)
@@ -39,12 +38,8 @@ def explore(key: str) -> w.VBox:
             outputs = api.obtain(claim, choice.value, progress=False)
             measured = api.load(claim, outputs)
             verdict = api.check(claim, measured, outputs)
-            if plot.get("x") and plot.get("y"):
-                fig, ax = plt.subplots(figsize=(7, 4))
-                published = api.published(claim, y=plot["y"])
-                if plot["x"] in published:
-                    published = published.dropna(subset=[plot["x"]])
-                overlay(measured, published, x=plot["x"], y=plot["y"], hue=plot.get("hue"), ax=ax)
+            if claim.plots:
+                api.plot(claim, measured)
                 plt.show()
             display(verdict)
 

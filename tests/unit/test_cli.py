@@ -10,7 +10,7 @@ import sys
 from reprobook.cli import build_parser
 
 CLI = [sys.executable, "-m", "reprobook"]
-COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book"]
+COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import"]
 
 
 def test_every_command_has_help():
@@ -53,3 +53,47 @@ def test_live_run_on_a_small_host_is_refused_with_the_reason():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "needs 32 cores" in out.stderr and "--allow-insufficient-host" in out.stderr
+
+
+def test_import_records_a_run_that_auto_then_uses(tmp_path, mirror):
+    """Outputs produced by hand become a run: checksummed, described, and the claim's verdict comes from them."""
+    src = mirror / "github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2/go-algorand/ledger"
+    log = tmp_path / "aout1.txt"
+    log.write_text("=== RUN   TestTimeArchive\narchive d time: 13m20s\narchive m time: 6m40s\n"
+                   "archive c time: 6m40s\n--- PASS: TestTimeArchive\n")  # constructed: 10,000 ops in 800 s / 400 s
+    out = subprocess.run(CLI + ["import", "aardvark/archive-throughput", str(log)], capture_output=True, text=True)
+    assert out.returncode == 2 and "--machine" in out.stderr  # the machine must be described
+    out = subprocess.run(CLI + ["import", "aardvark/archive-throughput", str(log), "--machine", "a 2-core VM"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split(" as run ")[1].split()[0]
+    from reprobook.config import load_project
+    from reprobook.runs import RunStore
+    from reprobook.transfer import sha256_file
+    project = load_project()
+    run = RunStore(project.settings.runs_dir).load(run_id)
+    m = run.manifest
+    assert m["source"] == "import" and m["status"] == "succeeded" and m["imported"]["machine"] == "a 2-core VM"
+    assert m["files"][0]["sha256"] == sha256_file(log) and m["files"][0]["output"] == "logs"
+    import reprobook as rb
+    claim = rb.claim("aardvark/archive-throughput")
+    outputs = rb.obtain(claim, "auto")
+    assert outputs.run_id == run_id and "done by hand on a 2-core VM" in outputs.label
+    measured = rb.load(claim, outputs)
+    per_core = dict(zip(measured["op"], measured["ops_per_s_per_core"]))
+    assert per_core == {"create": 25.0, "delete": 12.5, "modify": 25.0}
+    # other parameters: this run does not count, and the page says why nothing was found
+    other = rb.obtain(claim, "auto", params={"trials": 10})
+    assert other.kind == "reference" and src.is_dir()
+    bad = subprocess.run(CLI + ["import", "aardvark/archive-throughput", "nosuchfile", "--machine", "x"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such file: nosuchfile" in bad.stderr
+
+
+def test_ill_typed_and_unknown_parameters_are_refused():
+    out = subprocess.run(CLI + ["run", "aardvark/archive-throughput", "-p", "trials", "abc"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "takes a int" in out.stderr and "abc" in out.stderr
+    out = subprocess.run(CLI + ["run", "aardvark/archive-throughput", "-p", "trails", "3"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "no parameter(s) trails" in out.stderr and "(it has: trials)" in out.stderr

@@ -37,6 +37,12 @@ def _paper(tmp_path: Path, root: Path, mutate) -> Path:
     (lambda d: d["claims"][1].update(colour="red"), "claims[1].colour", "unknown key"),
     (lambda d: d["claims"][0]["checks"][0].update(kind="roughly"), "claims[0].checks[0].kind", "is not one of"),
     (lambda d: d["claims"][2].pop("loader"), "claims[2].loader", "required key is missing"),
+    (lambda d: d["claims"][2].update(loader="aardvark.archivez"), "claims[2].loader", "no loader 'aardvark.archivez'"),
+    (lambda d: d["claims"][1]["requires"].update(gpus=4), "claims[1].requires.gpus", "unknown requirement"),
+    (lambda d: d["machine"].update(smt="maybe"), "machine.smt", "smt"),
+    (lambda d: d["claims"][2]["checks"][0].update(factr=2), "claims[2].checks[0].factr", "unknown option"),
+    (lambda d: d["claims"][2]["checks"][0].update(factor="big"), "claims[2].checks[0].factor", "is not of type"),
+    (lambda d: d["claims"][1]["checks"][1].update(target=5), "claims[1].checks[1]", "exactly one of"),
     (lambda d: d["published"][0].update(value="many"), "published[0].value", "is not of type"),
     (lambda d: d["repositories"]["edrax-vcs"].update(commit="abc"), "repositories.edrax-vcs.commit", "does not match"),
     (lambda d: d["claims"][1]["checks"][0]["min"].update(published="nope"), "claims[1].checks[0].min.published",
@@ -95,3 +101,42 @@ def test_bad_hosts_file(tmp_path, text, key):
     with pytest.raises(ConfigError) as err:
         load_hosts(p)
     assert f"hosts.yaml: {key}" in str(err.value)
+
+
+def test_published_table_expands_into_numbers_with_every_source(tmp_path, root):
+    def add(d):
+        d["published_tables"] = [{
+            "id": "fig-x", "what": "time per op", "unit": "ns", "labels": ["op"], "column_label": "impl",
+            "columns": ["base", "verified"],
+            "sources": [
+                {"name": "draft", "source": "draft Fig 1", "precision": "read-off-figure",
+                 "rows": [["map", 64.2, 51.2], ["unmap", 47.9, None]]},
+                {"name": "final", "source": "final Fig 2", "precision": "exact", "target": True,
+                 "rows": [["map", 34.34, 23.09], ["unmap", 8.37, 303.27]]}]}]
+        d["claims"][0]["published_tables"] = ["fig-x"]
+    paper = load_paper(_paper(tmp_path, root, add))
+    nums = {n.id: n for n in paper.claims["vector-commitments"].published}
+    assert set(nums) == {"fig-x-map-base", "fig-x-map-verified", "fig-x-unmap-base", "fig-x-unmap-verified"}
+    n = nums["fig-x-map-verified"]
+    assert (n.value, n.source, n.precision) == (23.09, "final Fig 2", "exact")  # the target source
+    assert dict(n.labels) == {"op": "map", "impl": "verified"} and n.unit == "ns"
+    assert [(s.name, s.value) for s in n.others] == [("draft", 51.2)]
+    assert nums["fig-x-unmap-verified"].others == ()  # the draft has no value there
+
+
+@pytest.mark.parametrize("mutate, key, words", [
+    (lambda t: t["sources"][0]["rows"].append(["map"]), "published_tables[0].sources[0].rows[1]", "this one has 1"),
+    (lambda t: t["sources"][0]["rows"].append(["unmap", "fast"]), "published_tables[0].sources[0].rows[1][1]",
+     "not a number"),
+    (lambda t: t.update(wrong=1), "published_tables[0].wrong", "unknown key"),
+])
+def test_bad_published_table(tmp_path, root, mutate, key, words):
+    def add(d):
+        t = {"id": "t", "unit": "ns", "labels": ["op"], "columns": ["ns"],
+             "sources": [{"name": "a", "source": "Fig 1", "precision": "exact", "rows": [["map", 1.0]]}]}
+        mutate(t)
+        d["published_tables"] = [t]
+    path = _paper(tmp_path, root, add)
+    with pytest.raises(ConfigError) as err:
+        load_paper(path)
+    assert key in str(err.value) and words in str(err.value), str(err.value)

@@ -1,0 +1,715 @@
+"""Machine requirements: what a claim's experiment needs of its host, probed and judged in one place.
+
+A paper file names its needs under ``machine:`` (the paper's) and
+``requires:`` (a claim's, which wins key by key)::
+
+    machine:
+      os: ["Ubuntu 20.04", "Ubuntu 22.04"]
+      physical_cores_per_socket: 8
+      disk_gib: 20
+      commands: [git, make]
+
+Each requirement is registered here once, by that name, with the JSON-schema
+fragment its value must satisfy (checked when the paper loads), the shell
+lines that probe a host for it, the parse of their output into facts, the
+comparison that says how a host falls short ("needs 8 physical cores on one
+socket, has 2") and the phrase the book shows ("at least 8 physical cores on
+one socket"). Every probe runs in ONE script, so gathering a host's facts is
+one round trip::
+
+    reqs = parse_requirements({"cores": 8}, file="configs/papers/x.yaml", key="machine")
+    facts = facts_from(host.run_script(probe_script([reqs]), host.workdir).stdout)  # what Host.facts does
+    shortfalls(facts, reqs)   # [] or ["needs 8 cores (CPUs online), has 2"]
+
+``os`` lists ``"Family Release"`` strings, any of which may match. The family
+is compared with the ``ID`` of the host's ``/etc/os-release`` (ignoring case),
+the release with its ``VERSION_ID`` at component boundaries: the required
+release's dot-separated components must begin the host's. So ``Debian 12``
+matches VERSION_ID ``12`` (and ``12.5``), not ``120``; ``Ubuntu 22.04``
+matches ``22.04`` (and ``22.04.3``, were a derivative to put point releases
+there), not ``22.10``; ``Ubuntu 22`` matches every 22.x; ``Ubuntu`` alone any
+Ubuntu.
+
+``testbed`` (the machine the authors used) and ``why`` (shown when a host
+falls short) are free text and are not probed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from shlex import quote
+from types import MappingProxyType
+from typing import Any
+
+from .errors import ConfigError
+
+#: seconds ``docker info`` may take before the daemon counts as not answering
+DOCKER_TIMEOUT_S = 5
+
+#: free-text keys, kept but not probed
+_FREE_TEXT = ("testbed", "why")
+
+
+# --------------------------------------------------------------------------- facts
+
+class HostFacts(Mapping):
+    """What a host is, as probed: kernel, CPUs and cores, SMT, NUMA, memory, disk, OS, Docker, commands.
+
+    Read a fact by name, ``facts.cpus`` or ``facts["cpus"]``; a fact the probe
+    could not read is ``None`` (``smt`` is then ``"unknown"``). ``commands``
+    maps each command looked for to whether it is on PATH. Frozen.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]):
+        values = dict(values)
+        values["commands"] = MappingProxyType(dict(values.get("commands") or {}))
+        object.__setattr__(self, "_values", values)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no host fact {name!r} (facts: {', '.join(self._values)})") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("HostFacts is frozen")
+
+    def __reduce__(self):
+        return HostFacts, (self.as_dict(),)
+
+    def __repr__(self) -> str:
+        return f"HostFacts({self.as_dict()!r})"
+
+    def as_dict(self) -> dict:
+        """The facts as plain JSON-able values (what a run's manifest stores)."""
+        d = dict(self._values)
+        d["commands"] = dict(d["commands"])
+        return d
+
+
+_HOST_PROBE = r"""
+echo "hostname=$(hostname 2>/dev/null || uname -n)"
+echo "kernel=$(uname -r)"
+echo "arch=$(uname -m)"
+echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+""".strip()
+
+
+def _parse_host(kv: Mapping[str, str], facts: Mapping[str, Any]) -> dict:
+    return {k: kv.get(k, "") for k in ("hostname", "kernel", "arch", "cpu_model")}
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int((text or "").strip())
+    except ValueError:
+        return None
+
+
+def _gib(kib_text: str | None) -> float | None:
+    kib = _int(kib_text)
+    return None if kib is None else round(kib / 2**20, 2)
+
+
+def _and(words: Iterable[str]) -> str:
+    words = list(words)
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+# --------------------------------------------------------------------------- the registry
+
+class Requirement:
+    """One machine requirement. Subclass it, fill in the class attributes and methods, decorate with `register`.
+
+    Attributes
+    ----------
+    name : str
+        The key in ``machine:`` / ``requires:``.
+    schema : dict
+        JSON-schema fragment the configured value must satisfy.
+    expects, example : str
+        What a valid value is, in words, and one, for error messages.
+    unset
+        What `Requirements.get` returns when the requirement is not configured.
+    probe : str
+        Shell lines printing ``fact=value`` lines; the workdir is ``$1``.
+    """
+
+    name: str = ""
+    schema: dict = {}
+    expects: str = ""
+    example: str = ""
+    unset: Any = None
+    probe: str = ""
+
+    def coerce(self, value: Any) -> Any:
+        """The validated value as stored (lists become tuples, numbers int or float)."""
+        return value
+
+    def parse(self, kv: Mapping[str, str], facts: Mapping[str, Any]) -> dict:
+        """Facts from the probe's ``key=value`` output (``facts``: those parsed before, in registry order)."""
+        return {}
+
+    def describe(self, value: Any) -> str | None:
+        """A phrase for the book's pages; ``None`` when ``value`` asks for nothing."""
+        raise NotImplementedError
+
+    def shortfall(self, value: Any, facts: HostFacts) -> str | None:
+        """How a host with ``facts`` falls short of ``value``, as a sentence; ``None`` if it does not."""
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, Requirement] = {}
+
+
+def register(cls: type[Requirement]) -> type[Requirement]:
+    """Register the decorated `Requirement` subclass under its ``name``."""
+    if cls.name in _REGISTRY or cls.name in _FREE_TEXT:
+        raise ValueError(f"requirement {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def names() -> list[str]:
+    """Every key a ``machine:`` or ``requires:`` mapping accepts: the probed requirements, then the free text."""
+    return [*_REGISTRY, *_FREE_TEXT]
+
+
+def schema() -> dict:
+    """The JSON schema of a ``machine:`` / ``requires:`` mapping, assembled from the registry."""
+    props = {name: dict(req.schema) for name, req in _REGISTRY.items()}
+    props.update({name: {"type": "string"} for name in _FREE_TEXT})
+    return {"type": "object", "additionalProperties": False, "properties": props}
+
+
+# --------------------------------------------------------------------------- requirements
+
+@register
+class Cores(Requirement):
+    name = "cores"
+    schema = {"type": "integer", "minimum": 1}
+    expects = "a whole number of CPUs online, at least 1"
+    example = "8"
+    probe = 'echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)"'
+    coerce = staticmethod(int)
+
+    def parse(self, kv, facts):
+        return {"cpus": _int(kv.get("cpus"))}
+
+    def describe(self, value):
+        return f"at least {value} cores (CPUs online)"
+
+    def shortfall(self, value, facts):
+        if facts.get("cpus") is None:
+            return f"needs {value} cores (CPUs online); the host's CPU count could not be read"
+        if facts["cpus"] < value:
+            return f"needs {value} cores (CPUs online), has {facts['cpus']}"
+        return None
+
+
+@register
+class PhysicalCoresPerSocket(Requirement):
+    name = "physical_cores_per_socket"
+    schema = {"type": "integer", "minimum": 1}
+    expects = "a whole number of physical cores, at least 1"
+    example = "8"
+    # One "package:core" pair per online CPU, deduplicated: a core is its set of
+    # hardware threads (thread_siblings_list), which unlike core_id is unique in
+    # its package on every platform. /proc/cpuinfo is the fallback without sysfs.
+    probe = r"""
+t=$(awk '{n=split(FILENAME, a, "/"); c=a[n-2]; if (a[n] == "physical_package_id") p[c]=$0; else s[c]=$0}
+         END {for (c in s) print p[c] ":" s[c]}' \
+    /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id \
+    /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list 2>/dev/null | sort -u | tr '\n' ' ')
+[ -n "$t" ] || t=$(awk -F': *' '/^physical id/ {p=$2} /^core id/ {print p ":" $2}' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')
+echo "cpu_topology=$t"
+""".strip()
+
+    def parse(self, kv, facts):
+        per_socket: dict[str, set[str]] = {}
+        for pair in (kv.get("cpu_topology") or "").split():
+            package, _, core = pair.partition(":")
+            per_socket.setdefault(package, set()).add(core)
+        if not per_socket:
+            return {"physical_cores": None, "physical_cores_per_socket": None, "sockets": None}
+        counts = [len(cores) for cores in per_socket.values()]
+        return {"physical_cores": sum(counts), "physical_cores_per_socket": max(counts), "sockets": len(counts)}
+
+    def describe(self, value):
+        return f"at least {value} physical cores on one socket"
+
+    def shortfall(self, value, facts):
+        has = facts.get("physical_cores_per_socket")
+        if has is None:
+            return f"needs {value} physical cores on one socket; the host's CPU topology could not be read"
+        if has < value:
+            sockets = facts.get("sockets") or 1
+            where = f" (the most on any of its {sockets} sockets)" if sockets > 1 else ""
+            return f"needs {value} physical cores on one socket, has {has}{where}"
+        return None
+
+
+@register
+class MemoryGib(Requirement):
+    name = "memory_gib"
+    schema = {"type": "number", "minimum": 0}
+    expects = "a number of GiB"
+    example = "64"
+    probe = """echo "mem_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null)\""""
+    coerce = staticmethod(float)
+
+    def parse(self, kv, facts):
+        return {"mem_gib": _gib(kv.get("mem_kib"))}
+
+    def describe(self, value):
+        return f"at least {value:g} GiB of memory"
+
+    def shortfall(self, value, facts):
+        has = facts.get("mem_gib")
+        if has is None:
+            return f"needs {value:g} GiB of memory; the host's memory could not be read"
+        # MemTotal leaves out what the firmware and the kernel reserve: a 64 GiB machine shows about 62.8
+        if has < value * 0.95:
+            return f"needs {value:g} GiB of memory, has {has:.1f}"
+        return None
+
+
+@register
+class DiskGib(Requirement):
+    name = "disk_gib"
+    schema = {"type": "number", "minimum": 0}
+    expects = "a number of GiB free in the host's workdir"
+    example = "20"
+    # Measured where the experiment will write: the workdir, or before the first
+    # run creates it, its nearest existing parent (the file system it will be on).
+    probe = r"""
+d="${1:-$HOME}"
+case "$d" in "~") d="$HOME" ;; "~/"*) d="$HOME/${d#\~/}" ;; esac
+while [ ! -e "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname -- "$d"); done
+echo "disk_path=$d"
+echo "disk_free_kib=$(df -Pk -- "$d" 2>/dev/null | awk 'NR == 2 {print $4}')"
+""".strip()
+    coerce = staticmethod(float)
+
+    def parse(self, kv, facts):
+        return {"disk_free_gib": _gib(kv.get("disk_free_kib")), "disk_path": kv.get("disk_path", "")}
+
+    def describe(self, value):
+        return f"at least {value:g} GiB free in the workdir"
+
+    def shortfall(self, value, facts):
+        free, path = facts.get("disk_free_gib"), facts.get("disk_path") or "the workdir"
+        if free is None:
+            return f"needs {value:g} GiB free in the workdir; the free space at {path} could not be read"
+        if free < value:
+            return f"needs {value:g} GiB free in the workdir, has {free:g} GiB free at {path}"
+        return None
+
+
+@register
+class NumaNodes(Requirement):
+    name = "numa_nodes"
+    schema = {"type": "integer", "minimum": 1}
+    expects = "a whole number of NUMA nodes, at least 1"
+    example = "2"
+    probe = 'echo "numa_nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"'
+    coerce = staticmethod(int)
+
+    def parse(self, kv, facts):
+        # a kernel built without NUMA has no node directories: all memory is one node
+        return {"numa_nodes": _int(kv.get("numa_nodes")) or 1}
+
+    def describe(self, value):
+        return f"at least {value} NUMA nodes"
+
+    def shortfall(self, value, facts):
+        has = facts.get("numa_nodes") or 1
+        if has < value:
+            return f"needs {value} NUMA nodes, has {has}"
+        return None
+
+
+@register
+class Smt(Requirement):
+    name = "smt"
+    schema = {"enum": ["on", "off"]}
+    expects = '"on" or "off"'
+    example = "off"
+    probe = r"""
+echo "smt_active=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
+echo "smt_control=$(cat /sys/devices/system/cpu/smt/control 2>/dev/null)"
+""".strip()
+
+    def parse(self, kv, facts):
+        active, control = kv.get("smt_active", ""), kv.get("smt_control", "")
+        if active in ("0", "1"):
+            detail = "/sys/devices/system/cpu/smt/active" + (f" (control: {control})" if control else "")
+            return {"smt": "on" if active == "1" else "off", "smt_detail": detail}
+        cpus, cores = facts.get("cpus"), facts.get("physical_cores")
+        if cpus and cores:
+            # SMT is active when some core runs more than one online hardware thread
+            return {"smt": "on" if cpus > cores else "off",
+                    "smt_detail": f"inferred from the CPU topology: {cpus} CPUs online on {cores} physical cores"}
+        return {"smt": "unknown",
+                "smt_detail": "neither /sys/devices/system/cpu/smt/active nor the CPU topology could be read"}
+
+    def describe(self, value):
+        return f"SMT (hyper-threading) {value}"
+
+    def shortfall(self, value, facts):
+        has = facts.get("smt", "unknown")
+        if has == "unknown":
+            return f"needs SMT {value}, but the host's SMT state is unknown ({facts.get('smt_detail') or 'not probed'})"
+        if has != value:
+            return f"needs SMT {value}, it is {has}"
+        return None
+
+
+@register
+class Docker(Requirement):
+    name = "docker"
+    schema = {"type": "boolean"}
+    expects = "true or false"
+    example = "true"
+    # Usable means the daemon answers this user (the SSH user) in bounded time,
+    # not merely that a docker command exists.
+    probe = rf"""
+if command -v docker >/dev/null 2>&1; then
+  if command -v timeout >/dev/null 2>&1; then
+    out=$(timeout {DOCKER_TIMEOUT_S} docker info --format 'server-version={{{{.ServerVersion}}}}' 2>&1); rc=$?
+  else
+    out=$(docker info --format 'server-version={{{{.ServerVersion}}}}' 2>&1); rc=$?
+  fi
+  echo "docker_rc=$rc"
+  echo "docker_out=$(printf '%s' "$out" | tr '\n' ' ' | cut -c1-400)"
+else
+  echo "docker_rc=none"
+fi
+""".strip()
+
+    def parse(self, kv, facts):
+        rc, out = kv.get("docker_rc", ""), kv.get("docker_out", "")
+        if rc in ("", "none"):
+            return {"docker": False, "docker_detail": "docker command not found"}
+        words = out.split()
+        version = next((w.split("=", 1)[1] for w in words if w.startswith("server-version=")), "")
+        said = " ".join(w for w in words if not w.startswith("server-version=")).strip()
+        if rc == "0" and version:
+            return {"docker": True, "docker_detail": f"daemon answers (server {version})"}
+        if rc == "124":
+            return {"docker": False, "docker_detail": "docker command found but the daemon does not answer "
+                                                      f"within {DOCKER_TIMEOUT_S} s"}
+        return {"docker": False, "docker_detail": "docker command found but the daemon does not answer: "
+                                                  + (said or f"docker info exited with {rc}")}
+
+    def describe(self, value):
+        return "Docker usable by the user" if value else None
+
+    def shortfall(self, value, facts):
+        if value and not facts.get("docker"):
+            return f"needs Docker usable by the user; {facts.get('docker_detail') or 'not probed'}"
+        return None
+
+
+def os_matches(wanted: str, os_id: str, os_version: str) -> bool:
+    """Whether a ``"Family Release"`` requirement matches os-release's ``ID`` and ``VERSION_ID``.
+
+    >>> os_matches("Debian 12", "debian", "12"), os_matches("Debian 12", "debian", "120")
+    (True, False)
+    """
+    family, _, release = wanted.strip().partition(" ")
+    if family.lower() != (os_id or "").lower():
+        return False
+    if not release:
+        return True
+    want, have = release.lower().split("."), (os_version or "").lower().split(".")
+    return have[:len(want)] == want
+
+
+@register
+class Os(Requirement):
+    name = "os"
+    schema = {"type": "array", "minItems": 1,
+              "items": {"type": "string", "pattern": r"^[A-Za-z0-9._-]+( [A-Za-z0-9._~-]+)?$"}}
+    expects = ("a list of 'Family Release' strings, the family as os-release's ID and the release as its "
+               "VERSION_ID (see /etc/os-release)")
+    example = '["Ubuntu 22.04", "Debian 12"]'
+    unset = ()
+    probe = r"""
+( for f in /etc/os-release /usr/lib/os-release; do [ -r "$f" ] && { . "$f"; break; }; done
+  echo "os=${PRETTY_NAME:-$(uname -s)}"
+  echo "os_id=${ID:-}"
+  echo "os_version=${VERSION_ID:-}" )
+""".strip()
+    coerce = staticmethod(tuple)
+
+    def parse(self, kv, facts):
+        return {"os": kv.get("os", ""), "os_id": kv.get("os_id", ""), "os_version": kv.get("os_version", "")}
+
+    def describe(self, value):
+        return " or ".join(value)
+
+    def shortfall(self, value, facts):
+        os_id, version = facts.get("os_id") or "", facts.get("os_version") or ""
+        if any(os_matches(w, os_id, version) for w in value):
+            return None
+        runs = facts.get("os") or "an unknown OS"
+        ids = f"ID {os_id}, VERSION_ID {version or 'none'}" if os_id else "no ID in /etc/os-release"
+        return f"needs {' or '.join(value)}, runs {runs} ({ids})"
+
+
+@register
+class Commands(Requirement):
+    name = "commands"
+    schema = {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z0-9_.+@:/-]+$"}}
+    expects = "a list of program names"
+    example = "[git, make]"
+    unset = ()
+    coerce = staticmethod(tuple)
+    # the probe lines are the claim's own commands: see probe_script
+
+    def describe(self, value):
+        return f"{_and(value)} on PATH" if value else None
+
+    def shortfall(self, value, facts):
+        found = facts.get("commands") or {}
+        missing = [c for c in value if not found.get(c)]
+        if not missing:
+            return None
+        unprobed = [c for c in missing if c not in found]
+        what = "the command" if len(missing) == 1 else "the commands"
+        note = f" ({_and(repr(c) for c in unprobed)} not looked for)" if unprobed else ""
+        return f"needs {what} {_and(repr(c) for c in missing)} on PATH{note}"
+
+
+# --------------------------------------------------------------------------- configured values
+
+def _validated(name: str, value: Any, *, file, key: str) -> Any:
+    """``value`` checked against the requirement ``name`` and coerced, or `ConfigError` naming ``file`` and ``key``."""
+    if name in _FREE_TEXT:
+        if not isinstance(value, str):
+            raise ConfigError(f"expected free text, got {value!r}", file=file, key=key)
+        return value
+    req = _REGISTRY.get(name)
+    if req is None:
+        raise ConfigError(f"unknown requirement (known: {', '.join(names())})", file=file, key=key)
+    from .config import jsonschema_module
+    if isinstance(value, tuple):
+        value = list(value)
+    err = next(iter(jsonschema_module().Draft202012Validator(req.schema).iter_errors(value)), None)
+    if err is not None:
+        where = "".join(f"[{p}]" for p in err.absolute_path)
+        raise ConfigError(f"{err.message}; expected {req.expects}, e.g. {name}: {req.example}",
+                          file=file, key=key + where)
+    return req.coerce(value)
+
+
+def _ordered(values: Mapping[str, Any]) -> dict:
+    return {n: values[n] for n in names() if n in values}
+
+
+class Requirements:
+    """What a claim's experiment needs of its host, by requirement name. Frozen.
+
+    Built by `parse_requirements` from a paper file, or directly::
+
+        Requirements(cores=8, os=["Ubuntu 22.04"])
+
+    An unset requirement reads as its ``unset`` value (``None``, or ``()``
+    for lists), so ``reqs.cores`` or ``reqs.get("cores")`` is ``None`` when no
+    core count is asked for.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any] | None = None, /, **more: Any):
+        given = {**(values or {}), **more}
+        checked = {n: _validated(n, v, file=None, key=n) for n, v in given.items()}
+        object.__setattr__(self, "_values", MappingProxyType(_ordered(checked)))
+
+    @classmethod
+    def _checked(cls, values: Mapping[str, Any]) -> Requirements:
+        self = object.__new__(cls)
+        object.__setattr__(self, "_values", MappingProxyType(_ordered(values)))
+        return self
+
+    def get(self, name: str) -> Any:
+        """The configured value of ``name``, or its unset value. `KeyError` for a name no requirement has."""
+        if name in self._values:
+            return self._values[name]
+        if name in _FREE_TEXT:
+            return ""
+        if name not in _REGISTRY:
+            raise KeyError(f"no requirement {name!r} (known: {', '.join(names())})")
+        return _REGISTRY[name].unset
+
+    def items(self):
+        """The configured (name, value) pairs, in registry order, free text last."""
+        return self._values.items()
+
+    @property
+    def testbed(self) -> str:
+        return self.get("testbed")
+
+    @property
+    def why(self) -> str:
+        return self.get("why")
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self.get("commands")
+
+    def describe(self) -> list[str]:
+        """A phrase per configured requirement for the book, e.g. ``["at least 8 cores (CPUs online)", "Ubuntu 22.04"]``."""
+        out = []
+        for name, value in self._values.items():
+            if name in _REGISTRY:
+                phrase = _REGISTRY[name].describe(value)
+                if phrase:
+                    out.append(phrase)
+        return out
+
+    def as_dict(self) -> dict:
+        """The configured values as plain JSON-able values."""
+        return {n: list(v) if isinstance(v, tuple) else v for n, v in self._values.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.get(name)
+        except KeyError as exc:
+            raise AttributeError(exc.args[0]) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Requirements is frozen")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Requirements) and dict(self._values) == dict(other._values)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values.items()))
+
+    def __reduce__(self):
+        return Requirements._checked, (dict(self._values),)
+
+    def __repr__(self) -> str:
+        return f"Requirements({self.as_dict()!r})"
+
+
+def parse_requirements(raw: Mapping | None, base: Requirements | None = None, *, file, key: str) -> Requirements:
+    """The `Requirements` of a ``machine:`` or ``requires:`` mapping, over ``base`` (the claim wins per key).
+
+    Parameters
+    ----------
+    raw : mapping or None
+        The mapping as read from the paper file.
+    base : Requirements, optional
+        The paper's ``machine``, for a claim's ``requires``.
+    file, key
+        Where ``raw`` is, for error messages (e.g. ``claims[1].requires``).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown requirement name (listing the known ones) or an
+        ill-typed value, naming ``file`` and ``key.<name>`` (and the item,
+        e.g. ``machine.os[1]``).
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"expected a mapping of requirement names to values (known: {', '.join(names())}), "
+                          f"got {raw!r}", file=file, key=key)
+    values = dict(base._values) if base is not None else {}
+    for name, value in raw.items():
+        values[name] = _validated(str(name), value, file=file, key=f"{key}.{name}")
+    return Requirements._checked(values)
+
+
+def _coerce(reqs: Requirements | Mapping | None) -> Requirements:
+    """``reqs`` as `Requirements` (a plain mapping is validated like a paper file's)."""
+    if isinstance(reqs, Requirements):
+        return reqs
+    return Requirements(reqs or {})
+
+
+# --------------------------------------------------------------------------- probing and judging
+
+_PROBE_HEAD = """# reprobook host probe: prints fact=value lines; $1 is the host's workdir
+"""
+
+
+def probe_script(reqs: Iterable[Requirements]) -> str:
+    """One bash script that probes every fact, and each command any of ``reqs`` names.
+
+    Run it with the host's workdir as its first argument (where ``disk_gib``
+    is measured), e.g. ``host.run_script(probe_script([reqs]), host.workdir)``;
+    parse its output with `facts_from`. A single `Requirements` is accepted too.
+    """
+    if isinstance(reqs, (Requirements, Mapping)):
+        reqs = [reqs]
+    commands = list(dict.fromkeys(c for r in reqs for c in _coerce(r).commands))
+    lines = [_PROBE_HEAD + _HOST_PROBE]
+    lines += [req.probe for req in _REGISTRY.values() if req.probe]
+    lines += [f"printf 'cmd_%s=%s\\n' {quote(c)} \"$(command -v {quote(c)} >/dev/null 2>&1 && echo yes || echo no)\""
+              for c in commands]
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
+
+
+def facts_from(output: str) -> HostFacts:
+    """The `HostFacts` in the output of `probe_script`."""
+    kv: dict[str, str] = {}
+    commands: dict[str, bool] = {}
+    for line in output.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key.startswith("cmd_"):
+            commands[key[4:]] = value.strip() == "yes"
+        else:
+            kv[key.strip()] = value.strip()
+    facts: dict[str, Any] = _parse_host(kv, {})
+    for req in _REGISTRY.values():
+        facts.update(req.parse(kv, facts))
+    facts["commands"] = commands
+    return HostFacts(facts)
+
+
+def shortfalls(facts: HostFacts | Mapping, reqs: Requirements) -> list[str]:
+    """Each way in which a host with ``facts`` falls short of ``reqs``, one sentence each; empty if it meets them.
+
+    Only ``reqs`` is judged, its own commands included: a command another
+    claim looked for does not count. A fact the probe could not read is a
+    shortfall of every requirement that needs it, never a silent pass.
+
+    >>> shortfalls(facts_from("cpus=2\\nnuma_nodes=1"), Requirements(cores=8))
+    ['needs 8 cores (CPUs online), has 2']
+    """
+    facts = facts if isinstance(facts, HostFacts) else HostFacts(facts)
+    reqs = _coerce(reqs)
+    out = []
+    for name, value in reqs.items():
+        req = _REGISTRY.get(name)
+        sentence = req.shortfall(value, facts) if req else None
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+__all__ = ["DOCKER_TIMEOUT_S", "HostFacts", "Requirement", "Requirements", "facts_from", "names", "os_matches",
+           "parse_requirements", "probe_script", "register", "schema", "shortfalls"]
