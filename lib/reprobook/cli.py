@@ -41,10 +41,10 @@ def cmd_claims(args) -> int:
         if args.paper and c.paper != args.paper:
             continue
         rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
-                     "cores": c.requires.cores or "any",
+                     "machine": "; ".join(c.requires.describe()) or "any",
                      "live run": c.expected_time or "-",
                      "authors' outputs": "yes" if c.reference else "no"})
-    _print_table(rows, ["claim", "title", "paper refs", "cores", "live run", "authors' outputs"])
+    _print_table(rows, ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"])
     return 0
 
 

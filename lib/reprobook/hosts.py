@@ -121,7 +121,7 @@ class Host:
         Free disk space is measured in the workdir (or, before it exists, its
         nearest existing parent).
         """
-        reqs = [requirements] if not isinstance(requirements, Iterable) else list(requirements)
+        reqs = [requirements] if isinstance(requirements, Requirements) else list(requirements)
         if commands:
             reqs.append(Requirements(commands=list(commands)))
         return facts_from(self.run_script(probe_script(reqs), self.workdir, retries=1).stdout)

@@ -108,7 +108,7 @@ echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2-
 """.strip()
 
 
-def _parse_host(kv: Mapping[str, str], facts: Mapping[str, Any]) -> dict:
+def _parse_host(kv: Mapping[str, str]) -> dict:
     return {k: kv.get(k, "") for k in ("hostname", "kernel", "arch", "cpu_model")}
 
 
@@ -234,7 +234,8 @@ t=$(awk '{n=split(FILENAME, a, "/"); c=a[n-2]; if (a[n] == "physical_package_id"
          END {for (c in s) print p[c] ":" s[c]}' \
     /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id \
     /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list 2>/dev/null | sort -u | tr '\n' ' ')
-[ -n "$t" ] || t=$(awk -F': *' '/^physical id/ {p=$2} /^core id/ {print p ":" $2}' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')
+[ -n "$t" ] || t=$(awk -F': *' '/^physical id/ {p=$2} /^core id/ {print p ":" $2}' /proc/cpuinfo 2>/dev/null |
+                  sort -u | tr '\n' ' ')
 echo "cpu_topology=$t"
 """.strip()
 
@@ -573,7 +574,7 @@ class Requirements:
         return self.get("commands")
 
     def describe(self) -> list[str]:
-        """A phrase per configured requirement for the book, e.g. ``["at least 8 cores (CPUs online)", "Ubuntu 22.04"]``."""
+        """A phrase per configured requirement, e.g. ``["at least 8 cores (CPUs online)", "Debian 12"]``."""
         out = []
         for name, value in self._values.items():
             if name in _REGISTRY:
@@ -683,7 +684,7 @@ def facts_from(output: str) -> HostFacts:
             commands[key[4:]] = value.strip() == "yes"
         else:
             kv[key.strip()] = value.strip()
-    facts: dict[str, Any] = _parse_host(kv, {})
+    facts: dict[str, Any] = _parse_host(kv)
     for req in _REGISTRY.values():
         facts.update(req.parse(kv, facts))
     facts["commands"] = commands
