@@ -106,12 +106,14 @@ def plan(claim: Claim):
     paper = project().paper(claim.paper)
     lines = []
     if claim.runs_live:
-        lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) checks out "
-                  + ", ".join(f"`{r.url}` at `{r.commit[:12]}`" for r in paper.repositories.values())
-                  + " on the host, then runs these steps as one detached job. A step that finished is not run "
-                    "again when a failed run is launched once more.", ""]
+        lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
+                  "the host as one detached job. A step that finished is not run again when a failed run is "
+                  "launched once more.", ""]
         for i, (name, step) in enumerate(step_plan(paper, claim), 1):
             if step is None:
+                lines += [f"{i}. **Check out** " + ", ".join(f"`{r.url}` at `{r.commit[:12]}`"
+                                                           for r in paper.repositories_for(claim))
+                          + " (with submodules)", ""]
                 continue
             when = f" (about {duration_words(step.expected_minutes)})" if step.expected_minutes else ""
             lines += [f"{i}. **{name}**{when}, in `{step.cwd or '.'}`" + (f" — {step.note.strip()}" if step.note else ""),

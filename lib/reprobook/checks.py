@@ -101,7 +101,8 @@ _NUMBER_OR_REF = {"oneOf": [{"type": "number"},
                              "properties": {"published": {"type": "string"}}}]}
 _LABELS = {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
 _SELECT = {"type": "object", "additionalProperties": {
-    "oneOf": [{"type": ["string", "number"]}, {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 1}]}}
+    "oneOf": [{"type": ["string", "number", "boolean"]},
+              {"type": "array", "items": {"type": ["string", "number", "boolean"]}, "minItems": 1}]}}
 _COMMON = {
     "kind": {"type": "string"},
     "what": {"type": "string"},
@@ -201,9 +202,24 @@ def _resolve(ref: Any, published: Mapping[str, PublishedNumber]) -> float:
     return float(ref)
 
 
-def _match(column: pd.Series, want) -> pd.Series:
-    wanted = [str(w) for w in want] if isinstance(want, (list, tuple)) else [str(want)]
-    return column.astype(str).isin(wanted)
+def _key(value) -> str:
+    """A label value as text, with numbers in one spelling (1, 1.0 and "1" are the same label)."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{number:g}" if math.isfinite(number) else str(value)
+
+
+def matches(column: pd.Series, want) -> pd.Series:
+    """Which values of ``column`` equal ``want`` (or any of a list of them), labels compared as `_key` text."""
+    wanted = {_key(w) for w in (want if isinstance(want, (list, tuple)) else [want])}
+    return column.map(_key).isin(wanted)
+
+
+_match = matches
 
 
 def _select(data: pd.DataFrame, select: Mapping[str, Any] | None) -> pd.DataFrame:
@@ -331,7 +347,7 @@ def _rank_order(spec, rows, data, published):
         return _inconclusive(spec, f"the measured data has no column {across!r}")
     recs = []
     for key, g in _groups(rows, by):
-        vals = {a: float(g[g[across].astype(str) == a][v].mean()) for a in order}
+        vals = {a: float(g[matches(g[across], a)][v].mean()) for a in order}
         missing = [a for a, x in vals.items() if math.isnan(x)]
         if missing:
             return _inconclusive(spec, f"no rows for {across}={', '.join(missing)}" + (f" in {key}" if by else ""))
@@ -453,7 +469,7 @@ def _targets(spec, rows, data, published) -> pd.DataFrame | str:
                 continue
             match = rows
             for col, val in n.labels.items():
-                match = match[match[col].astype(str) == str(val)]
+                match = match[matches(match[col], val)]
             if match.empty:
                 continue
             recs.append({"label": f"{n.what or n.id} ({', '.join(f'{k}={val}' for k, val in n.labels.items())})",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .checks import ClaimVerdict
+from .checks import ClaimVerdict, matches
 from .config import Claim
 
 
@@ -40,7 +40,7 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
         if measured is not None and not measured.empty and col in measured and set(n.labels) <= set(measured.columns):
             match = measured
             for k, v in n.labels.items():
-                match = match[match[k].astype(str) == str(v)]
+                match = match[matches(match[k], v)]
             if not match.empty:
                 got = float(match[col].mean())
         row = {k: n.labels.get(k, "") for k in label_cols}
@@ -48,7 +48,7 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
             row["measure"] = n.measure
         row.update({"unit": n.unit, "published": n.value, "measured": got,
                     "ratio": (got / n.value) if got is not None and n.value else None,
-                    "verdict": judged.get(n.id, "")})
+                    "verdict": judged.get(n.id, "—")})
         for pv in n.others:
             row[f"published ({pv.name or pv.source})"] = pv.value
         row["source"] = n.source + (" (read off a figure)" if n.read_off_figure else "")

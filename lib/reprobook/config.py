@@ -300,6 +300,7 @@ class Claim:
     manual: tuple[Step, ...] = ()
     presentation: str = "plot"
     published_tables: tuple[str, ...] = ()
+    repositories: tuple[str, ...] = ()      # the paper's repositories a live run checks out (default: all)
 
     @property
     def key(self) -> str:
@@ -363,6 +364,10 @@ class Paper:
     published: Mapping[str, PublishedNumber]
     claims: Mapping[str, Claim]
     published_tables: Mapping[str, tuple[PublishedNumber, ...]] = field(default_factory=dict)
+
+    def repositories_for(self, claim: Claim) -> tuple[Repository, ...]:
+        """The repositories a live run of ``claim`` checks out, in the paper's order."""
+        return tuple(r for name, r in self.repositories.items() if not claim.repositories or name in claim.repositories)
 
     def claim(self, claim_id: str) -> Claim:
         try:
@@ -439,6 +444,10 @@ def load_paper(path: Path) -> Paper:
                 raise ConfigError(f"unknown repository {repo!r} (known: {', '.join(repos)})",
                                   file=path, key=f"{where}.reference.{name}")
         params = {k: Parameter(k, v["default"], v["help"]) for k, v in (c.get("parameters") or {}).items()}
+        for j, name in enumerate(c.get("repositories") or ()):
+            if name not in repos:
+                raise ConfigError(f"unknown repository {name!r} (known: {', '.join(repos)})", file=path,
+                                  key=f"{where}.repositories[{j}]")
         claims[c["id"]] = Claim(
             paper=meta["id"], id=c["id"], title=c["title"], statement=" ".join(c["statement"].split()),
             refs=tuple(c["refs"]), requires=parse_requirements(c.get("requires"), machine, file=path, key=f"{where}.requires"),
@@ -451,6 +460,7 @@ def load_paper(path: Path) -> Paper:
                         if p),
             manual=_steps(c.get("manual")), presentation=c.get("presentation", "plot"),
             published_tables=tuple(c.get("published_tables") or ()),
+            repositories=tuple(c.get("repositories") or ()),
         )
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),

@@ -73,7 +73,7 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
                            host_facts={host_name: facts.as_dict()}, requirement_shortfalls=short,
                            remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                            status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
-                                                          for r in paper.repositories.values()})
+                                                          for r in paper.repositories_for(claim)})
         try:
             job, started = launch(host, run_id, script, resume=resume)
         except HostBusy as exc:

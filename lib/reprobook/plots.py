@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from .checks import matches
 from .config import Claim, PublishedNumber
 
 
@@ -43,8 +44,7 @@ def published_frame(numbers: Iterable[PublishedNumber], *, y: str, sources: str 
 def _select_rows(frame: pd.DataFrame, select) -> pd.DataFrame:
     for col, want in dict(select or {}).items():
         if col in frame:
-            wanted = [str(w) for w in want] if isinstance(want, (list, tuple)) else [str(want)]
-            frame = frame[frame[col].astype(str).isin(wanted)]
+            frame = frame[matches(frame[col], want)]
     return frame
 
 

@@ -84,7 +84,8 @@ def step_hash(name: str, cwd: str, body: str) -> str:
 
 def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
     """The steps of a live run in order: the checkout (``None``), then setup and run steps."""
-    steps: list[tuple[str, Step | None]] = [("check out " + ", ".join(r.name for r in paper.repositories.values()), None)]
+    repos = paper.repositories_for(claim)
+    steps: list[tuple[str, Step | None]] = [("check out " + ", ".join(r.name for r in repos), None)] if repos else []
     return steps + [(s.name, s) for s in claim.setup + claim.run]
 
 
@@ -111,7 +112,7 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     for i, (name, step) in enumerate(steps, 1):
         minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
         if step is None:
-            body = "\n".join(line for repo in paper.repositories.values() for line in _checkout_lines(repo, host.workdir))
+            body = "\n".join(line for repo in paper.repositories_for(claim) for line in _checkout_lines(repo, host.workdir))
             cwd = host.workdir
         else:
             cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")

@@ -2,19 +2,28 @@
 vector-commitment latencies (one row per iteration), as tidy DataFrames.
 
 Malformed input raises :class:`~reprobook.errors.OutputError` naming the file,
-the 1-based line and the field.
+the 1-based line and the field. The generic parts (reading lines, numbers and
+counts, Go durations and ``go test`` timing lines) are the format kit's
+(`reprobook.parsers.text`, `reprobook.parsers.gotest`); what is left here is
+Aardvark's: the row names, the op letters and the file-name conventions.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from pathlib import Path
 
 import pandas as pd
 
-from reprobook.errors import ConfigError, OutputError
+from ..errors import ConfigError, OutputError
+from .gotest import parse_go_duration, timings
+from .text import MAX_COUNT as _MAX_COUNT
+from .text import parse_count, parse_number, parse_numbers, read_lines, records
+
+__all__ = ["VALIDATOR_OPS_PER_TRIAL", "ARCHIVE_OPS_PER_TRIAL", "parse_go_duration",
+           "read_trials_csv", "read_go_test_times", "read_edrax", "read_veccom", "read_table1",
+           "latency_summary", "throughput", "throughput_summary"]
 
 VALIDATOR_OPS_PER_TRIAL = 100_000
 """Operations in one validator trial."""
@@ -28,45 +37,7 @@ _EDRAX_ROWS = ("verify", "commit_update", "proof_update", "100micros", "errs")
 _VECCOM_SYSTEMS = {"pairing": "aardvark", "merkle": "merkle"}
 _VECCOM_OPS = ("commit", "open", "verify", "commit_update", "proof_update")
 _VECCOM_ROW = re.compile(rf"bench_({'|'.join(_VECCOM_SYSTEMS)})_({'|'.join(_VECCOM_OPS)})")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60,
-             "h": 3600}
-_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-_GO_DURATION = re.compile(rf"[+-]?(?:(?:{_GO_PART.pattern})+|0)")
-# "m time: 33.5s", "archive d time: 13m2s"; the optional "x.go:12:" prefix is t.Log's.
-_TIMING = re.compile(r"\s*(?:\S+\.go:[0-9]+:\s+)?(?:(archive)\s+)?([A-Za-z])\s+time:\s*(.*?)\s*")
-_MAX_COUNT = 2**31  # keeps integer fields inside int64 columns
-
-
-def parse_go_duration(text: str, *, file: str | Path = "<duration>",
-                      line: int | None = None) -> float:
-    """Convert a Go duration (``850ms``, ``33.5s``, ``1m7.3s``, ``1.5µs``) to seconds.
-
-    Parameters
-    ----------
-    text : str
-        Numbers with units ``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``, ``h``; or ``0``.
-    file, line : optional
-        Where the text came from, named by the error.
-
-    Returns
-    -------
-    float
-        Seconds; negative after a ``-`` sign.
-
-    Examples
-    --------
-    >>> parse_go_duration("1m7.3s")
-    67.3
-    """
-    value = text.strip()
-    if not _GO_DURATION.fullmatch(value):
-        raise OutputError(f"{text!r} is not a Go duration such as '850ms', '33.5s' or '1m7.3s'",
-                          file=file, line=line, field="time")
-    total = sum(float(number) * _GO_UNITS[unit] for number, unit in _GO_PART.findall(value))
-    if not math.isfinite(total):
-        raise OutputError(f"duration {text!r} is too large", file=file, line=line, field="time")
-    return -total if value.startswith("-") else total
+_TIMING_LABEL = r"(?:archive\s+)?[A-Za-z]"  # "m time: 33.5s", "archive d time: 13m2s"
 
 
 def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
@@ -86,16 +57,17 @@ def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
         (op, cores), in file order), ``seconds`` (float); ``attrs["source"]``.
     """
     _check_role(role)
-    path, lines = _read_lines(path)
+    path, lines = read_lines(path)
     rows = []
-    for no, text in _records(lines):
+    for no, text in records(lines):
         fields = [field.strip() for field in text.split(",")]
         if len(fields) != 3:
             raise OutputError(f"expected 3 fields 'op,cores,seconds', found {len(fields)}",
                               file=path, line=no)
         letter, cores, seconds = fields
-        rows.append((role, _op(letter, path, no), _count(cores, path, no, "cores"),
-                     _number(seconds, path, no, "seconds", positive=True)))
+        rows.append((role, _op(letter, path, no),
+                     parse_count(cores, file=path, line=no, field="cores"),
+                     parse_number(seconds, file=path, line=no, field="seconds", positive=True)))
     return _trials_frame(rows, path)
 
 
@@ -124,28 +96,25 @@ def read_go_test_times(path: str | Path, *, role: str | None = None,
         _check_role(role)
     if cores is not None and (type(cores) is not int or not 0 < cores < _MAX_COUNT):
         raise ConfigError(f"cores must be a positive integer, not {cores!r}", key="cores")
-    path, lines = _read_lines(path)
+    path, lines = read_lines(path)
     if cores is None:
         match = re.fullmatch(r"a?out([0-9]+)\.txt", path.name)
         if not match:
             raise OutputError("cannot tell the core count from the file name (expected outN.txt "
                               "or aoutN.txt); pass cores=", file=path, field="cores")
-        cores = _count(match.group(1), path, None, "cores")
+        cores = parse_count(match.group(1), file=path, field="cores")
     file_role = "archive" if path.name.startswith("aout") else "validator"
     rows = []
-    for no, text in enumerate(lines, start=1):
-        match = _TIMING.fullmatch(text)
-        if not match:
-            continue
-        prefix, letter, value = match.groups()
+    for no, label, seconds in timings(lines, file=path, label=_TIMING_LABEL):
+        prefix = label.startswith("archive ")
         if prefix and role == "validator":
             raise OutputError("an archive timing, but role='validator' was given",
                               file=path, line=no, field="role")
-        seconds = parse_go_duration(value, file=path, line=no)
         if seconds <= 0:
-            raise OutputError(f"time {value!r} is not positive", file=path, line=no, field="time")
+            raise OutputError(f"time {seconds!r} s is not positive", file=path, line=no,
+                              field="time")
         line_role = role or ("archive" if prefix else file_role)
-        rows.append((line_role, _op(letter, path, no), cores, seconds))
+        rows.append((line_role, _op(label[-1], path, no), cores, seconds))
     if not rows:
         raise OutputError("no timing lines such as 'm time: 33.5s'; did the go test run finish?",
                           file=path)
@@ -165,10 +134,10 @@ def read_edrax(path: str | Path) -> pd.DataFrame:
         ``latency_us``. ``attrs`` holds ``calibration_100us_us`` (median of
         the calibration row), ``errs`` and ``source``.
     """
-    path, lines = _read_lines(path)
+    path, lines = read_lines(path)
     rows: dict[str, list[float]] = {}
     where: dict[str, int] = {}
-    for no, text in _records(lines):
+    for no, text in records(lines):
         name, _, rest = text.partition(",")
         name = name.strip()
         if name not in _EDRAX_ROWS:
@@ -183,8 +152,8 @@ def read_edrax(path: str | Path) -> pd.DataFrame:
         if name == "errs" and len(values) != 1:
             raise OutputError(f"expected 'errs,N', found {len(values)} values",
                               file=path, line=no, field=name)
-        rows[name] = ([_count(values[0], path, no, name, minimum=0)] if name == "errs"
-                      else _numbers(values, path, no, name))
+        rows[name] = ([parse_count(values[0], file=path, line=no, field=name, minimum=0)]
+                      if name == "errs" else parse_numbers(values, file=path, line=no, field=name))
         where[name] = no
     _require_rows([name for name in _EDRAX_ROWS if name not in rows], path)
     ops = _EDRAX_ROWS[:3]
@@ -210,16 +179,16 @@ def read_veccom(path: str | Path) -> pd.DataFrame:
         Columns ``system`` (``"aardvark"`` or ``"merkle"``), ``op``,
         ``iteration`` (1-based), ``latency_us``; ``attrs`` holds ``iters``, ``source``.
     """
-    path, lines = _read_lines(path)
-    records = _records(lines)
-    no, text = records[0]
+    path, lines = read_lines(path)
+    numbered = records(lines)
+    no, text = numbered[0]
     name, _, value = (part.strip() for part in text.partition(","))
     if name != "iters" or not re.fullmatch(r"[0-9]+", value) or not int(value):
         raise OutputError(f"the first line must be 'iters,N' with N > 0, not {text!r}",
                           file=path, line=no, field="iters")
     iters = int(value)
     found: dict[tuple[str, str], list[float]] = {}
-    for no, text in records[1:]:
+    for no, text in numbered[1:]:
         name, _, rest = (part.strip() for part in text.partition(","))
         match = _VECCOM_ROW.fullmatch(name)
         if not match:
@@ -234,7 +203,7 @@ def read_veccom(path: str | Path) -> pd.DataFrame:
         if len(items) != iters:
             raise OutputError(f"{len(items)} values, but the first line says iters,{iters}",
                               file=path, line=no, field=name)
-        found[key] = _numbers(items, path, no, name)
+        found[key] = parse_numbers(items, file=path, line=no, field=name)
     _require_rows([f"bench_{scheme}_{op}" for scheme, system in _VECCOM_SYSTEMS.items()
                    for op in _VECCOM_OPS if (system, op) not in found], path)
     frame = _latency_frame([(system, op, values) for (system, op), values in found.items()])
@@ -330,55 +299,6 @@ def throughput_summary(df: pd.DataFrame) -> pd.DataFrame:
 def _check_role(role: object) -> None:
     if role not in ("validator", "archive"):
         raise ConfigError(f"role must be 'validator' or 'archive', not {role!r}", key="role")
-
-
-def _read_lines(path: str | Path) -> tuple[Path, list[str]]:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except (OSError, ValueError) as exc:
-        raise OutputError(f"cannot read the file ({exc}); check that the run finished and the "
-                          "file was fetched", file=path) from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OutputError("not UTF-8 text", file=path,
-                          line=data.count(b"\n", 0, exc.start) + 1) from None
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    if not any(line.strip() for line in lines):
-        raise OutputError("the file is empty; check that the run finished", file=path)
-    return path, lines
-
-
-def _records(lines: list[str]) -> list[tuple[int, str]]:
-    return [(no, line.strip()) for no, line in enumerate(lines, start=1) if line.strip()]
-
-
-def _number(text: str, path: Path, line: int, field: str, *, positive: bool = False,
-            what: str = "") -> float:
-    what = what or repr(text)
-    if not _NUMBER.fullmatch(text):
-        raise OutputError(f"{what} is not a number", file=path, line=line, field=field)
-    value = float(text)
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        need = "positive" if positive else "non-negative"
-        raise OutputError(f"{what} must be a finite {need} number", file=path, line=line,
-                          field=field)
-    return value
-
-
-def _numbers(items: list[str], path: Path, line: int, name: str) -> list[float]:
-    if not items:
-        raise OutputError("the row has no values", file=path, line=line, field=name)
-    return [_number(item, path, line, name, what=f"value {i} ({item!r})")
-            for i, item in enumerate(items, start=1)]
-
-
-def _count(text: str, path: Path, line: int | None, field: str, *, minimum: int = 1) -> int:
-    if not re.fullmatch(r"[0-9]+", text) or not minimum <= int(text) < _MAX_COUNT:
-        raise OutputError(f"{text!r} is not an integer from {minimum} to {_MAX_COUNT - 1}",
-                          file=path, line=line, field=field)
-    return int(text)
 
 
 def _op(letter: str, path: Path, line: int) -> str:

@@ -1,0 +1,249 @@
+r"""LaTeX ``tabular`` environments: rows and cells, with the markup taken off.
+
+Rows end at ``\\``, cells at ``&``; ``\hline``, ``\toprule``, ``\midrule``,
+``\bottomrule``, ``\cline`` and ``\cmidrule`` are dropped; ``\multicolumn{n}{..}{x}``
+gives ``x`` and ``n - 1`` empty cells; formatting macros such as ``\textbf{x}``
+give ``x``; argument-less macros vanish unless ``macros`` (or a ``\newcommand``
+in the same text) says what they stand for; ``\rightarrow`` becomes ``→``.
+
+Examples
+--------
+>>> tabular_rows(r"\begin{tabular}{l|r} \hline Benchmark & \textbf{mi} \\ "
+...              r"cfrac & 4.6\invizero s. \\ \end{tabular}", file="log")
+[(1, ['Benchmark', 'mi']), (1, ['cfrac', '4.6 s.'])]
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from ..errors import OutputError
+from . import text
+
+SYMBOLS = {r"\rightarrow": "→", r"\to": "→", r"\leftarrow": "←", r"\times": "×", r"\pm": "±",
+           r"\approx": "≈", r"\le": "≤", r"\ge": "≥", r"\textasciitilde": "~", r"\ldots": "…",
+           r"\dots": "…", r"\quad": " ", r"\qquad": " "}
+"""Macros replaced by a character."""
+_KEEP = {r"\multicolumn": (3, 2), r"\multirow": (3, 2), r"\rotatebox": (2, 1),
+         r"\textcolor": (2, 1), r"\colorbox": (2, 1), r"\href": (2, 1), r"\resizebox": (3, 2),
+         r"\scalebox": (2, 1)}
+_DROP = {r"\color": 1, r"\hspace": 1, r"\vspace": 1, r"\phantom": 1, r"\label": 1,
+         r"\cellcolor": 1, r"\rowcolor": 1, r"\rule": 2, r"\cline": 1, r"\cmidrule": 1,
+         r"\input": 1}
+_RULE = re.compile(r"\s*\\(?:hline|toprule|midrule|bottomrule|addlinespace|cline|cmidrule)"
+                   r"\b(?:\([^)]*\))?(?:\[[^\]]*\])?(?:\{[^{}]*\})?")
+_BEGIN = re.compile(r"\\begin\s*\{(tabular\*?|tabularx)\}")
+_NEWCOMMAND = re.compile(r"\\(?:re)?newcommand\*?\s*\{?(\\[A-Za-z@]+)\}?\s*\{")
+
+
+def tabular_rows(source: str, *, file: str | Path, first_line: int = 1, index: int = 0,
+                 macros: Mapping[str, str] | None = None) -> list[tuple[int, list[str]]]:
+    """The rows of the ``index``-th tabular in ``source``, each with its line number.
+
+    Parameters
+    ----------
+    source : str
+        LaTeX text (a whole file, or a part of a log starting at ``first_line``).
+    file : path
+        Named by errors.
+    macros : mapping, optional
+        Extra macro expansions, e.g. ``{"\\name": "Verus"}``.
+
+    Returns
+    -------
+    list of (int, list of str)
+        Rule-only rows are left out; a row shorter than the column spec is padded
+        with empty cells.
+    """
+    source = re.sub(r"(?<!\\)%[^\n]*", "", source)
+    line_of = _line_finder(source, first_line)
+    found = list(_BEGIN.finditer(source))
+    if len(found) <= index:
+        raise OutputError(f"no tabular environment number {index + 1} (found {len(found)})",
+                          file=file, line=first_line if found else None)
+    begin = found[index]
+    where = line_of(begin.start())
+    args = 2 if begin.group(1) != "tabular" else 1
+    spec, start = "", _skip_optional(source, begin.end())
+    for _ in range(args):
+        spec, start = _braced(source, _skip_optional(source, start), file, where)
+    end = source.find(r"\end{" + begin.group(1) + "}", start)
+    if end < 0:
+        raise OutputError(r"the tabular is never closed (no \end{" + begin.group(1) + "})",
+                          file=file, line=where)
+    expansions = {**_definitions(source), **(macros or {})}
+    width = _spec_width(spec)
+    rows = []
+    for offset, chunk in _split(source[start:end], r"\\", file, where):
+        lead = re.match(rf"(?:{_RULE.pattern})*\s*", chunk)
+        body = chunk[lead.end():]
+        if not body.strip():
+            continue
+        line = line_of(start + offset + lead.end())
+        cells = []
+        for _, cell in _split(body, "&", file, line):
+            span = re.match(r"\s*\\multicolumn\s*\{\s*([0-9]+)\s*\}", cell)
+            cells.append(clean(cell, expansions))
+            cells.extend([""] * (int(span.group(1)) - 1 if span else 0))
+        if width and len(cells) > width:
+            raise OutputError(f"the row has {len(cells)} cells, but the column spec {{{spec}}} "
+                              f"has {width}", file=file, line=line)
+        rows.append((line, cells + [""] * ((width or len(cells)) - len(cells))))
+    return rows
+
+
+def read_tabular(path: str | Path, *, index: int = 0, header_rows: int = 1,
+                 macros: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Read the ``index``-th tabular of a ``.tex`` file into a frame (see :func:`tabular_frame`)."""
+    path, lines = text.read_lines(path)
+    return tabular_frame(tabular_rows("\n".join(lines), file=path, index=index, macros=macros),
+                         file=path, header_rows=header_rows)
+
+
+def tabular_frame(rows: list[tuple[int, list[str]]], *, file: str | Path,
+                  header_rows: int = 1) -> pd.DataFrame:
+    """A frame from :func:`tabular_rows`: the first ``header_rows`` rows name the columns.
+
+    The words of several header rows are joined with spaces; a column whose
+    header is empty is named by its position (``column 3``). Adds ``line``.
+    """
+    if len(rows) <= header_rows:
+        raise OutputError(f"the table has {len(rows)} rows, none below its {header_rows}-row "
+                          "header", file=file, line=rows[0][0] if rows else None)
+    width = max(len(cells) for _, cells in rows)
+    names = []
+    for i in range(width):
+        words = [cells[i] for _, cells in rows[:header_rows] if i < len(cells) and cells[i]]
+        names.append(" ".join(words) or f"column {i + 1}")
+    body = [cells + [""] * (width - len(cells)) for _, cells in rows[header_rows:]]
+    frame = pd.DataFrame(body, columns=names)
+    frame["line"] = [line for line, _ in rows[header_rows:]]
+    frame.attrs["source"] = str(file)
+    return frame
+
+
+def clean(cell: str, macros: Mapping[str, str] | None = None) -> str:
+    r"""A cell's text without markup: ``\textbf{4.6}\,s`` -> ``4.6 s``."""
+    return re.sub(r"\s+", " ", _expand(cell, dict(macros or {}), 0)).strip()
+
+
+def _expand(source: str, macros: dict, depth: int) -> str:
+    out, i = [], 0
+    while i < len(source):
+        char = source[i]
+        if char != "\\":
+            out.append(" " if char == "~" else "" if char in "{}$" else char)
+            i += 1
+            continue
+        match = re.match(r"\\([A-Za-z@]+\*?|.?)", source[i:])
+        name, i = "\\" + match.group(1).rstrip("*"), i + match.end()
+        if not match.group(1)[:1].isalpha():
+            out.append(" " if match.group(1) in (",", ";", ":", " ", "", "\\") else match.group(1))
+        elif name in SYMBOLS:
+            out.append(SYMBOLS[name])
+        elif name in macros and depth < 20:
+            out.append(_expand(macros[name], macros, depth + 1))
+        else:
+            count, keep = _KEEP.get(name) or ((_DROP[name], None) if name in _DROP else (0, None))
+            args = []
+            while True:
+                j = _skip_optional(source, i)
+                if j < len(source) and source[j] == "{" and (len(args) < count or (
+                        count == 0 and name not in _DROP and not args)):
+                    arg, i = _braced(source, j, "<cell>", None)
+                    args.append(arg)
+                else:
+                    break
+            if name in _KEEP and keep < len(args):
+                out.append(_expand(args[keep], macros, depth + 1))
+            elif name not in _KEEP and name not in _DROP and args:
+                out.append(_expand(args[0], macros, depth + 1))
+    return "".join(out)
+
+
+def _skip_optional(source: str, i: int) -> int:
+    while True:
+        j = i
+        while j < len(source) and source[j] in " \t\n":
+            j += 1
+        if j < len(source) and source[j] == "[":
+            close = source.find("]", j)
+            if close < 0:
+                return i
+            i = close + 1
+        else:
+            return j if j < len(source) and source[j] == "{" else i
+
+
+def _braced(source: str, i: int, file, line) -> tuple[str, int]:
+    if i >= len(source) or source[i] != "{":
+        raise OutputError("expected a {...} argument", file=file, line=line)
+    depth, j = 0, i
+    while j < len(source):
+        if source[j] == "\\":
+            j += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(source[j], 0)
+        if depth == 0:
+            return source[i + 1:j], j + 1
+        j += 1
+    raise OutputError("unbalanced braces: a { is never closed", file=file, line=line)
+
+
+def _split(source: str, separator: str, file, line) -> list[tuple[int, str]]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(source):
+        if source.startswith(separator, i) and depth == 0:
+            parts.append((start, source[start:i]))
+            i = start = i + len(separator)
+            if separator == r"\\":  # an optional spacing argument: \\[2pt]
+                skip = re.match(r"\s*\[[^\]]*\]", source[i:])
+                i = start = i + (skip.end() if skip else 0)
+            continue
+        if source[i] == "\\":
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(source[i], 0)
+        if depth < 0:
+            raise OutputError("unbalanced braces: a } closes nothing", file=file, line=line)
+        i += 1
+    if depth:
+        raise OutputError("unbalanced braces: a { is never closed", file=file, line=line)
+    parts.append((start, source[start:]))
+    return parts
+
+
+def _spec_width(spec: str) -> int:
+    spec = re.sub(r"[@!<>]\s*\{[^{}]*\}", "", spec)
+    while True:
+        repeated = re.search(r"\*\s*\{([0-9]+)\}\s*\{([^{}]*)\}", spec)
+        if not repeated:
+            break
+        spec = spec[:repeated.start()] + repeated.group(2) * int(repeated.group(1)) + \
+            spec[repeated.end():]
+    spec = re.sub(r"\{[^{}]*\}", "", spec)
+    return len(re.findall(r"[lcrpmbXSL]", spec))
+
+
+def _definitions(source: str) -> dict[str, str]:
+    found = {}
+    for match in _NEWCOMMAND.finditer(source):
+        try:
+            body, _ = _braced(source, match.end() - 1, "<definition>", None)
+        except OutputError:
+            continue
+        found[match.group(1)] = body
+    return found
+
+
+def _line_finder(source: str, first_line: int):
+    starts = [i for i, char in enumerate(source) if char == "\n"]
+
+    def line_of(offset: int) -> int:
+        import bisect
+        return first_line + bisect.bisect_left(starts, offset)
+    return line_of
