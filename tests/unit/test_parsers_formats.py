@@ -16,12 +16,8 @@ import pytest
 from reprobook.errors import OutputError
 from reprobook.parsers import gotest, jsonfmt, latex, tables, text
 from tests.conftest import ROOT
+from tests.support.artifacts import NR, STORAGE, VERUS
 
-VERUS = "github.com/verus-lang/paper-sosp24-artifact/5e2b290cdd1eec1e0d4d44417ef7b078c2f93266"
-STORAGE = ("github.com/microsoft/verified-storage/31b2256b06413c71245baf4b2bec9cea5b20e51b/"
-           "artifact_eval/experiment/example_dram_results")
-NR = ("github.com/verus-lang/verified-node-replication/341be41a31cfc5c7539f8b78a65f166a06251d02/"
-      "benchmarks")
 LEDGER = ("github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2"
           "/go-algorand/ledger")
 PESTO = ("github.com/fsuri/Pequin-Artifact/3f47079c96be29565e16cefc21d14eda519c14a3/sample-output/"
