@@ -89,3 +89,13 @@ def test_honest_not_run_without_outputs(tmp_path, monkeypatch):
                         progress_bar=False, kernel_name="python3")
     html = _verdict(out)
     assert ">not run</b>" in html and "could not be obtained" in html
+
+
+@pytest.mark.parametrize("path", CLAIMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebooks_ask_the_library_not_the_claims_internals(path):
+    """Bands, axes and labels come from the claim through the library: no notebook reads check options or
+    matches published ids by prefix."""
+    code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    for pattern in (r"\.options\b", r"\.checks\[", r"published_id", r"\.startswith\(", r"\._[a-z]\w*",
+                    r"(?:^|[^\w.])_[a-z]\w*\(", r"from reprobook\.\w+ import _"):
+        assert not re.search(pattern, code), f"{path.name}: {pattern} in\n{code}"
