@@ -25,6 +25,7 @@ WHAT = {
     "fanout": "one command on 8 hosts at once vs on 1 host (HostGroup and plain ssh)",
     "parse": "parsing the authors' shipped outputs vs pandas.read_csv",
     "book": "cold book build, no-op rebuild, rebuild after a new run",
+    "verus_live": "the real Verus page-table claim run live with perform() vs by hand (ssh + git + cargo + scp)",
 }
 
 

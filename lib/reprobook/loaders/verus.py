@@ -105,13 +105,18 @@ def page_table(outputs) -> pd.DataFrame:
     Columns: ``op`` (``map``, ``unmap``, ``unmap-no-reclaim``), ``impl`` (``verified``,
     ``base``), ``repetition`` (1-based over all files), ``ns``.
     """
-    frames, offset = [], 0
+    frames, offset, toolchains = [], 0, []
     for path in _required(outputs, "log"):
         frame = parse.read_page_table_log(path)
         frame["repetition"] += offset
         offset = int(frame["repetition"].max())
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True)[["op", "impl", "repetition", "ns"]]
+        # a live run's log names the compiler first ("# rust: host, rustc 1.95.0 …"): it moves these timings
+        with open(path, errors="replace") as f:
+            toolchains += [line[len("# rust:"):].strip() for line in f if line.startswith("# rust:")]
+    out = pd.concat(frames, ignore_index=True)[["op", "impl", "repetition", "ns"]]
+    out.attrs["toolchain"] = "; ".join(dict.fromkeys(toolchains))
+    return out
 
 
 @loader("verus.mimalloc")
