@@ -28,7 +28,7 @@ bench: setup system-deps
 	$(BIN)/python -m benchmarks
 
 lab: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --KernelManager.transport_encryption=auto notebooks/
 
 clean:
 	rm -rf _build

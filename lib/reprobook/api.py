@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -10,10 +11,11 @@ from typing import Mapping
 
 import pandas as pd
 
-from . import checks, loaders, plots, sources
+from . import checks, loaders, plots, sources, verdicts
 from .config import Claim, Project, duration_words, load_project
 
 _PROJECTS: dict[tuple, Project] = {}
+_CHECKED: dict[str, sources.Outputs] = {}  # claim key -> the outputs of its latest check in this process
 
 
 def project(root: str | Path | None = None) -> Project:
@@ -56,8 +58,10 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     label = outputs.label if outputs.available else "not run"
     warnings = [f"the host fell short of this claim's machine requirements: {'; '.join(outputs.shortfalls)}. "
                 f"Its numbers are not comparable with the paper's."] if outputs.shortfalls else []
-    return checks.check_claim(claim, measured, source=label, warnings=warnings,
-                              not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None)
+    _CHECKED[claim.key] = outputs  # glue_verdict records the source tag with the verdict
+    verdict = checks.check_claim(claim, measured, source=label, warnings=warnings,
+                                 not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None)
+    return dataclasses.replace(verdict, source_id=outputs.source)
 
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:
@@ -197,10 +201,18 @@ def describe(claim: Claim):
 
 
 def glue_verdict(verdict: checks.ClaimVerdict) -> None:
-    """Record the verdict for the book (MyST-NB glue) and, under ``reprobook run``, for the run directory."""
+    """Record the verdict for the book (MyST-NB glue) and, under ``reprobook run``, for the run directory.
+
+    During ``reprobook book`` it also writes the verdict's record for the summary page
+    (`reprobook.verdicts`), so that the summary does not compute it a second time.
+    """
     out = os.environ.get("REPROBOOK_VERDICT_FILE")
     if out:
         Path(out).write_text(json.dumps(verdict.as_dict(), indent=2) + "\n")
+    directory = os.environ.get(verdicts.ENV_DIR)
+    if directory:
+        verdicts.write(directory, verdicts.record(verdict, _CHECKED.get(verdict.claim),
+                                                  fingerprint=os.environ.get(verdicts.ENV_FINGERPRINT)))
     try:
         from myst_nb import glue
     except ImportError:  # pragma: no cover - myst-nb is a dependency

@@ -66,10 +66,12 @@ class ClaimVerdict:
     source: str
     checks: tuple[CheckResult, ...] = ()
     warnings: tuple[str, ...] = ()
+    source_id: str = ""       # "reference", the run id, or "none": what `--source` would name to get these numbers
 
     def as_dict(self) -> dict:
         return {"claim": self.claim, "verdict": str(self.verdict), "reason": self.reason, "margin": self.margin,
-                "source": self.source, "checks": [c.as_dict() for c in self.checks], "warnings": list(self.warnings)}
+                "source": self.source, "source_id": self.source_id, "checks": [c.as_dict() for c in self.checks],
+                "warnings": list(self.warnings)}
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([c.as_dict() for c in self.checks], columns=["what", "kind", "verdict", "margin", "reason"])

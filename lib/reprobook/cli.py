@@ -56,24 +56,57 @@ def _notebook_for(project, claim) -> Path:
 
 
 def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dict:
-    """papermill the claim's notebook into the run directory and return the verdict it recorded."""
+    """papermill the claim's notebook into the run directory and return the verdict it recorded.
+
+    An error inside the notebook becomes one clear message (the exception's own words, and where the
+    executed notebook with its traceback is); the run is never left in a transient status.
+    """
     import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
     verdict_file = run.path / "verdict.json"
     verdict_file.unlink(missing_ok=True)
     os.environ["REPROBOOK_VERDICT_FILE"] = str(verdict_file)
     os.environ.setdefault("REPROBOOK_ROOT", str(project.root))
     out = run.path / "notebook.ipynb"
+    from jupyter_client.manager import KernelManager
+    # the kernel's channels encrypted (CurveZMQ), which also keeps its plain-TCP warning off the terminal
+    km = KernelManager(kernel_name="python3", transport_encryption="auto")
     try:
         pm.execute_notebook(str(_notebook_for(project, claim)), str(out), parameters={"source": source, **params},
                             cwd=str(project.root / "notebooks" / claim.paper), progress_bar=not quiet,
-                            log_output=False, kernel_name="python3")
+                            log_output=False, kernel_name="python3", km=km)
+    except PapermillExecutionError as exc:
+        ours = exc.ename in _OUR_ERRORS
+        _settle(run, error=f"{exc.ename}: {exc.evalue}")
+        raise ReprobookError((exc.evalue if ours else f"the notebook failed: {exc.ename}: {exc.evalue}")
+                             + f"\n(the executed notebook, with the full traceback, is {out})") from None
+    except BaseException:
+        _settle(run, error="interrupted while the notebook ran")
+        raise
     finally:
         os.environ.pop("REPROBOOK_VERDICT_FILE", None)
+        if km.has_kernel:  # a kernel manager handed to papermill is ours to shut down
+            km.shutdown_kernel(now=True)
     if not verdict_file.is_file():
+        _settle(run, error="the notebook recorded no verdict")
         raise ReprobookError(f"the notebook ran but recorded no verdict (see {out})")
     verdict = json.loads(verdict_file.read_text())
-    run.update(verdict=verdict["verdict"], margin=verdict["margin"], notebook=out.name)
+    run.update(verdict=verdict["verdict"], margin=verdict["margin"], notebook=out.name,
+               outputs_source=verdict.get("source_id"))
     return verdict
+
+
+_OUR_ERRORS = {"ReprobookError", "ConfigError", "TestbedError", "HostUnreachable", "AuthenticationFailed",
+               "HostKeyError", "HostBusy", "RequirementsNotMet", "ExperimentError", "RunLost", "OutputError",
+               "ArtifactError"}
+
+
+def _settle(run, *, error: str) -> None:
+    """An evaluation that did not finish is recorded as such (a live run keeps its own status)."""
+    if run.manifest.get("source") in ("auto", "reference"):
+        run.update(status="error", error=error)
+    else:
+        run.update(evaluation_error=error)
 
 
 def _report(verdict: dict, run) -> int:
@@ -108,15 +141,20 @@ def cmd_run(args) -> int:
                       allow_insufficient=args.allow_insufficient_host, progress=not args.quiet)
         source = run.id
     elif args.source in ("auto", "reference"):
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        if args.source == "reference" and not claim.reference:
+            raise ReprobookError(f"the authors ship no outputs for {claim.key}; use --source live (or auto, "
+                                 f"or the id of a recorded run)")
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         run = store.create(claim, f"{claim.paper}-{claim.id}-{args.source}-{stamp}", source=args.source,
                            status="evaluating", parameters=params)
         source = args.source
     else:
+        from .sources import obtain
+        obtain(project, claim, args.source, params=params, progress=False)  # an unknown source: a clear error
         run = store.load(args.source)
         source = args.source
     verdict = _execute(project, claim, run, source, params, args.quiet)
-    if run.manifest.get("source") != "live":
+    if run.manifest.get("source") in ("auto", "reference"):
         run.update(status="evaluated")
     return _report(verdict, run)
 

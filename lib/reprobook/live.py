@@ -134,6 +134,12 @@ def reattach(project: Project, run_id: str, *, progress: bool = True, poll_s: fl
     """Attach to a recorded run by id from any process, wait for it and collect it."""
     store = RunStore(project.settings.runs_dir)
     run = store.load(run_id)
+    if run.manifest.get("source") != "live":
+        what = {"import": "outputs imported by hand", "auto": "an evaluation", "reference": "an evaluation of the "
+                "authors' shipped outputs"}.get(run.manifest.get("source"), "not a live run")
+        raise ConfigError(f"run {run_id} is {what}: there is no job on a host to attach to. "
+                          f"`reprobook run {run.manifest.get('paper')}/{run.manifest.get('claim')} --source {run_id}` "
+                          f"evaluates it again.")
     if run.status == "succeeded":
         return run
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])

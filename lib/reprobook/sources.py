@@ -166,10 +166,23 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
         run = perform(project, claim, host, dict(params or {}), new=new,
                       allow_insufficient=allow_insufficient, progress=progress)
         return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
-    run = store.load(source)
+    try:
+        run = store.load(source)
+    except ConfigError:
+        mine = [r.id for r in reversed(store.runs(claim))][:5]
+        raise ConfigError(f"unknown source {source!r}: use auto, reference, live or the id of a run of {claim.key}"
+                          + (f" (latest: {', '.join(mine)})" if mine else " (none is recorded yet)")) from None
     if run.manifest.get("claim") != claim.id or run.manifest.get("paper") != claim.paper:
         raise ConfigError(f"run {source} belongs to {run.manifest.get('paper')}/{run.manifest.get('claim')}, "
                           f"not to {claim.key}")
+    if run.manifest.get("source") in ("auto", "reference"):
+        # an evaluation recorded by `reprobook run`: the numbers it judged, once more
+        used = run.manifest.get("outputs_source") or run.manifest.get("source")
+        if used in ("auto", "none"):
+            raise ConfigError(f"run {source} evaluated no outputs (the claim was not run then); "
+                              f"use --source auto or live")
+        return obtain(project, claim, used, params=params, progress=progress)
     if run.status != "succeeded":
-        raise ConfigError(f"run {source} did not succeed (status: {run.status}); its outputs are in {run.path}")
+        raise ConfigError(f"run {source} did not succeed (status: {run.status}); its outputs are in {run.path}. "
+                          f"Run it again with the same parameters to resume it, or use --new to start afresh.")
     return from_run(claim, run, redact_hosts=project.settings.redact_hosts)

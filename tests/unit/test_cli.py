@@ -46,6 +46,31 @@ def test_run_reference_prints_verdict_and_records_it(mirror, tmp_path):
     assert (runs[0] / "notebook.ipynb").is_file()
     listing = subprocess.run(CLI + ["runs"], capture_output=True, text=True)
     assert runs[0].name in listing.stdout and "holds" in listing.stdout
+    assert "without encryption" not in out.stderr + out.stdout  # the kernel's channels are encrypted, no noise
+    # the evaluation is a run like any other: usable as a source; attach says why there is nothing to attach to
+    again = subprocess.run(CLI + ["run", "aardvark/archive-throughput", "--source", runs[0].name, "-q"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "HOLDS (margin +20.5%)" in again.stdout, again.stderr
+    attach = subprocess.run(CLI + ["attach", runs[0].name], capture_output=True, text=True)
+    assert attach.returncode == 2 and "no job on a host to attach to" in attach.stderr
+    assert "Traceback" not in attach.stderr
+
+
+def test_unavailable_outputs_and_bad_sources_are_clear_errors(tmp_path, monkeypatch):
+    """No mirror and no network: exit 2 with the places tried, no traceback, and no run left 'evaluating'."""
+    monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "empty"))
+    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{tmp_path}/no-git/")
+    out = subprocess.run(CLI + ["run", "aardvark/validator-throughput", "--source", "reference", "-q"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "cannot obtain derbear/aardvark-prototype" in out.stderr and "tried:" in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout and "without encryption" not in out.stderr
+    (run,) = (tmp_path / "runs" / "aardvark" / "validator-throughput").iterdir()
+    assert json.loads((run / "manifest.json").read_text())["status"] == "error"
+    typo = subprocess.run(CLI + ["run", "aardvark/validator-throughput", "--source", "refrence", "-q"],
+                          capture_output=True, text=True)
+    assert typo.returncode == 2 and "unknown source 'refrence'" in typo.stderr
+    assert "auto, reference, live" in typo.stderr and run.name in typo.stderr
 
 
 def test_live_run_on_a_small_host_is_refused_with_the_reason():
