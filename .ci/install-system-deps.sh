@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install the system programs the integration and browser tests need:
-# a real OpenSSH server and client, rsync, Debian's chromium, git and a font.
+# a real OpenSSH server and client, rsync, Debian's chromium, git and a font,
+# and libtirpc-dev, which the patched LMBench of the Ozz claim's live test builds against.
 # Idempotent: when everything is already there it only makes sure /run/sshd
 # exists (sshd refuses to start as root without it; /run is a tmpfs, so it
 # vanishes at every boot) and returns at once.
 set -euo pipefail
 
-packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core)
+packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core libtirpc-dev)
 
 if [ "$(id -u)" -eq 0 ]; then
     as_root=()
@@ -24,9 +25,10 @@ for c in ssh ssh-keygen rsync git; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=("DejaVuSans.ttf")
+[ -f /usr/include/tirpc/rpc/rpc.h ] || missing+=("tirpc/rpc/rpc.h")
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git and fonts present)"
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts and libtirpc headers present)"
 else
     if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
         echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2

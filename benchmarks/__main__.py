@@ -23,9 +23,10 @@ WHAT = {
     "poll": "CPU and SSH connections while polling a long detached job",
     "fetch": "fetching 1 GiB in 1000 files vs plain rsync (sftp for information; re-fetch)",
     "fanout": "one command on 8 hosts at once vs on 1 host (HostGroup and plain ssh)",
-    "parse": "parsing the authors' shipped outputs vs pandas.read_csv",
-    "book": "cold book build, no-op rebuild, rebuild after a new run",
+    "parse": "each format's reader on >= 1 MB (synthetic) vs the bare pandas/json read; 500 stats.json",
+    "book": "cold build of the real and a 40-page synthetic book vs jupyter-book build; 1 vs 2 workers; rebuilds",
     "verus_live": "the real Verus page-table claim run live with perform() vs by hand (ssh + git + cargo + scp)",
+    "listing": "listing a million output files (time and peak memory) vs ssh find | wc -l",
 }
 
 

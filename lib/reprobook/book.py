@@ -1,4 +1,4 @@
-"""Building the website, with an execution cache that knows about data.
+"""Building the website: notebooks executed in parallel, with an execution cache that knows about data.
 
 Jupyter Book re-executes a notebook only when its code changes. A claim page
 also depends on data: the paper's configuration (published numbers, checks),
@@ -7,23 +7,43 @@ and the library that computes the verdict. Before each build, reprobook
 fingerprints those inputs per page; a page whose fingerprint changed loses its
 cache entry and is marked for re-reading, so exactly the affected pages (and
 the summary) execute again, and a page never shows a stale verdict.
+
+The notebooks missing from the cache are then executed by a pool of workers,
+each in its own kernel (`reprobook.execution`), the summary page last so that it
+reads the verdicts the claim pages recorded (`reprobook.verdicts`); Jupyter Book
+renders from the cache. One build at a time per tree: a second ``reprobook
+book`` waits for the first, saying who holds the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import fcntl
+import fnmatch
 import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
+from . import execution, verdicts
 from .config import Project
-from .runs import RunStore
+from .errors import ReprobookError
+from .runs import MANIFEST, RunStore
 
 STATE = "reprobook-inputs.json"
+LOCK = ".reprobook-book.lock"
+SUMMARY = "book/summary.ipynb"
+VERDICTS = "verdicts"
+ENV_WORKERS = "REPROBOOK_BOOK_WORKERS"
+"""Notebooks executed at once when ``workers`` is not given (default: two per core)."""
+_NOT_INPUTS = {ENV_WORKERS, verdicts.ENV_DIR, verdicts.ENV_FINGERPRINT, "REPROBOOK_VERDICT_FILE"}
 
 
 def _h(*parts: str | bytes) -> str:
@@ -58,14 +78,37 @@ def fingerprints(project: Project) -> dict[str, str]:
     return pages
 
 
-def site_fingerprint(project: Project, pages: dict[str, str]) -> str:
-    """Everything the website is built from: the page fingerprints and every source file of the book."""
-    root = project.root
+def _source_files(root: Path) -> list[Path]:
     files = [root / "_config.yml", root / "_toc.yml"]
     for top in ("book", "notebooks", "configs"):
         files += sorted(p for p in (root / top).rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-    parts = [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in files if p.is_file()]
+    return [p for p in files if p.is_file()]
+
+
+def site_fingerprint(project: Project, pages: dict[str, str]) -> str:
+    """Everything the website is built from: the page fingerprints and every source file of the book."""
+    root = project.root
+    parts = [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in _source_files(root)]
     return _h(*parts, json.dumps(pages, sort_keys=True))
+
+
+def quick_stamp(root: Path, runs_dir: str | Path | None) -> str:
+    """A stamp of everything a build reads, taken without loading the configuration.
+
+    The ``REPROBOOK_*`` environment, every source file of the book (configuration included),
+    the library, and the run store's manifests (name, size, time of change). Equal stamps mean
+    equal inputs, so a rebuild with nothing changed answers from it alone (loading the
+    configuration costs half a second); a different stamp only means "look closer"
+    (`fingerprints`).
+    """
+    env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("REPROBOOK_") and k not in _NOT_INPUTS)
+    parts = [str(root), *env, _library_hash()]
+    parts += [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in _source_files(root)]
+    if runs_dir and Path(runs_dir).is_dir():
+        for m in sorted(Path(runs_dir).glob(f"*/*/*/{MANIFEST}")):
+            st = m.stat()
+            parts.append(f"{m.relative_to(runs_dir)}:{st.st_size}:{st.st_mtime_ns}")
+    return _h(*parts)
 
 
 def invalidate_stale(project: Project) -> list[str]:
@@ -91,32 +134,242 @@ def invalidate_stale(project: Project) -> list[str]:
     return stale
 
 
-def build(project: Project, *, clean: bool = False, quiet: bool = False) -> int:
-    """Build ``_build/html``; return the exit status of Jupyter Book."""
+def claim_pages(project: Project) -> dict[str, str]:
+    """Claim key -> its page (relative path)."""
+    return {c.key: f"notebooks/{c.paper}/{c.id}.ipynb" for c in project.all_claims()}
+
+
+def notebook_pages(root: Path) -> list[Path]:
+    """The notebooks of the book, in the order of ``_toc.yml`` (its root and every ``file`` entry)."""
+    import yaml
+    toc = yaml.safe_load((root / "_toc.yml").read_text()) or {}
+    found: list[str] = [toc["root"]] if toc.get("root") else []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                found.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+    walk({k: v for k, v in toc.items() if k != "root"})
+    pages = []
+    for name in dict.fromkeys(found):
+        path = root / name
+        path = path if path.suffix == ".ipynb" else path.with_name(path.name + ".ipynb")
+        if path.is_file():
+            pages.append(path)
+    return pages
+
+
+def execute_settings(root: Path) -> dict:
+    """The ``execute`` section of ``_config.yml``, with Jupyter Book's defaults."""
+    import yaml
+    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    given = config.get("execute") or {}
+    return {"execute_notebooks": given.get("execute_notebooks", "auto"), "cache": given.get("cache") or "",
+            "timeout": given.get("timeout", 30), "allow_errors": bool(given.get("allow_errors", False)),
+            "run_in_temp": bool(given.get("run_in_temp", False)),
+            "exclude_patterns": list(given.get("exclude_patterns") or [])}
+
+
+def workers_setting(workers: int | None = None) -> int:
+    """Notebooks executed at once: ``workers``, else ``$REPROBOOK_BOOK_WORKERS``, else two per core."""
+    if workers is None and os.environ.get(ENV_WORKERS):
+        try:
+            workers = int(os.environ[ENV_WORKERS])
+        except ValueError:
+            raise ReprobookError(f"{ENV_WORKERS}={os.environ[ENV_WORKERS]!r} is not a number of workers") from None
+    if workers is not None and workers < 1:
+        raise ReprobookError(f"the number of workers must be at least 1, not {workers}")
+    return workers or execution.default_workers()
+
+
+@contextlib.contextmanager
+def locked(build_dir: Path, *, wait: bool = True, log: Callable[[str], None] = print) -> Iterator[None]:
+    """Hold the tree's build lock (``_build/.reprobook-book.lock``) inside the block.
+
+    A second build of the same tree waits, after saying which process holds the lock
+    (``wait=False``: raises `ReprobookError` instead). The lock goes with its process, so a
+    build that was killed leaves nothing to clean up.
+    """
+    build_dir.mkdir(parents=True, exist_ok=True)
+    path = build_dir / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    held = False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock_holder(path)
+            if not wait:
+                raise ReprobookError(f"another build of this book is running: {holder}; wait for it "
+                                     f"(lock: {path})") from None
+            log(f"waiting for another build of this book to finish: {holder} (lock: {path})")
+            t0 = time.monotonic()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            log(f"the other build finished after {time.monotonic() - t0:.1f} s; building")
+        held = True
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "user": _user(),
+              "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "command": " ".join(sys.argv) or sys.executable}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+        yield
+    finally:
+        if held:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+        os.close(fd)
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the build lock at ``path``, in words."""
+    try:
+        me = json.loads(path.read_text())
+        return (f"pid {me['pid']} ({me.get('user', '?')}@{me.get('host', '?')}, `{me.get('command', '?')}`, "
+                f"since {me.get('started', '?')})")
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not said who it is yet"
+
+
+def _user() -> str:
+    try:
+        import getpass
+        return getpass.getuser()
+    except (KeyError, OSError):  # pragma: no cover - no user name for this uid
+        return str(os.getuid())
+
+
+def _clean(build_dir: Path) -> None:
+    """Remove everything built, keeping the lock this build holds."""
+    for item in build_dir.iterdir() if build_dir.is_dir() else ():
+        if item.name == LOCK:
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item, ignore_errors=True)
+        else:
+            item.unlink(missing_ok=True)
+
+
+def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], workers: int,
+                  quiet: bool = False) -> list[execution.Outcome] | None:
+    """Execute the book's notebooks missing from MyST-NB's cache, in parallel, the summary last.
+
+    Returns the outcomes, or None when ``_config.yml`` does not ask for the cache
+    (``execute_notebooks`` other than ``cache``): then Jupyter Book executes as it will.
+    """
     root = project.root
+    settings = execute_settings(root)
+    if settings["execute_notebooks"] != "cache":
+        if not quiet:
+            print(f"_config.yml: execute_notebooks is {settings['execute_notebooks']!r}, not 'cache': "
+                  "Jupyter Book executes the notebooks itself, one after another")
+        return None
+    cache_dir = root / (settings["cache"] or "_build/.jupyter_cache")
+    record_dir = root / "_build" / VERDICTS
+    claims = claim_pages(project)
+    verdicts.expect(record_dir, {key: pages[page] for key, page in claims.items()})
+    verdicts.discard(record_dir, [key for key, page in claims.items() if page in stale])
+    by_page = {page: key for key, page in claims.items()}
+    todo = []
+    for path in notebook_pages(root):
+        rel = path.relative_to(root).as_posix()
+        if any(fnmatch.fnmatch(rel, pattern) for pattern in settings["exclude_patterns"]):
+            continue
+        env = {verdicts.ENV_FINGERPRINT: pages[rel]} if rel in by_page else {}
+        todo.append(execution.Page(path, env=env, last=rel == SUMMARY))
+    env = {**os.environ, "REPROBOOK_ROOT": str(root), verdicts.ENV_DIR: str(record_dir)}
+    env.pop("REPROBOOK_VERDICT_FILE", None)
+    outcomes = execution.execute(todo, cache_dir=cache_dir, workers=workers, timeout=settings["timeout"],
+                                 allow_errors=settings["allow_errors"], in_temp=settings["run_in_temp"], env=env,
+                                 log=execution.log_to(sys.stdout) if not quiet else lambda line: None)
+    for outcome in outcomes:
+        if outcome.status == "executed":  # Sphinx re-reads a page only if its source looks newer than its doctree
+            os.utime(outcome.path)
+    return outcomes
+
+
+def build(project: Project | str | Path, *, clean: bool = False, quiet: bool = False, workers: int | None = None,
+          wait: bool = True) -> int:
+    """Build ``_build/html``; return the exit status (0: built or up to date).
+
+    Parameters
+    ----------
+    project : Project, or the project's root
+        Given a root, the configuration is loaded only if the book may be out of date.
+    clean : bool
+        Remove ``_build`` first (a cold build).
+    quiet : bool
+        Less output.
+    workers : int, optional
+        Notebooks executed at once (default: ``$REPROBOOK_BOOK_WORKERS``, else two per core).
+    wait : bool
+        If another build of this tree is running, wait for it (else raise `ReprobookError`).
+    """
+    if isinstance(project, Project):
+        root, load = project.root, (lambda: project)
+    else:
+        from .config import load_project
+        root = Path(project).resolve()
+        load = lambda: load_project(root)  # noqa: E731
+    workers = workers_setting(workers)
+    with locked(root / "_build", wait=wait):
+        return _build(root, load, clean=clean, quiet=quiet, workers=workers)
+
+
+def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool, workers: int) -> int:
     if clean:
-        shutil.rmtree(root / "_build", ignore_errors=True)
+        _clean(root / "_build")
     state_file = root / "_build" / STATE
+    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    index = root / "_build" / "html" / "index.html"
+    up_to_date = (f"book is up to date (no page, notebook, configuration, run or library change): {index}")
+    if index.is_file() and state.get("quick") and state["quick"] == quick_stamp(root, state.get("runs_dir")):
+        print(up_to_date)
+        return 0
+    project = load()
+    runs_dir = str(project.settings.runs_dir)
+    quick = quick_stamp(root, runs_dir)
     pages = fingerprints(project)
     site = site_fingerprint(project, pages)
-    if state_file.is_file() and (root / "_build" / "html" / "index.html").is_file():
-        if json.loads(state_file.read_text()).get("site") == site:
-            print(f"book is up to date (no page, notebook, configuration, run or library change): "
-                  f"{root / '_build' / 'html' / 'index.html'}")
-            return 0
+    if index.is_file() and state.get("site") == site:
+        state_file.write_text(json.dumps({**state, "quick": quick, "runs_dir": runs_dir}, indent=1, sort_keys=True))
+        print(up_to_date)
+        return 0
     stale = invalidate_stale(project)
     if stale and not quiet:
         print(f"inputs changed for: {', '.join(stale)}")
+    t0 = time.monotonic()
+    outcomes = execute_pages(project, pages, stale=stale, workers=workers, quiet=quiet)
+    took_exec = time.monotonic() - t0
+    if outcomes is not None:
+        ran = [o for o in outcomes if o.status == "executed"]
+        failed = [o for o in outcomes if o.status == "failed"]
+        if failed:
+            for o in failed:
+                print(f"\n{o.path}: the notebook failed:\n{o.error}", file=sys.stderr)
+            skipped = [o.path.relative_to(root).as_posix() for o in outcomes if o.status == "skipped"]
+            print(f"book build FAILED after {took_exec:.1f} s: {len(failed)} notebook(s) failed to execute ("
+                  + ", ".join(o.path.relative_to(root).as_posix() for o in failed) + ")"
+                  + (f"; not executed: {', '.join(skipped)}" if skipped else "")
+                  + "; the tracebacks are above", file=sys.stderr)
+            return 1
+        if not quiet:
+            print(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
+                  f"{len(outcomes) - len(ran)} were in the cache")
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going"]
     if quiet:
         cmd.append("-q")
-    t0 = time.monotonic()
     rc = subprocess.call(cmd, env={**os.environ, "REPROBOOK_ROOT": str(root)})
     took = time.monotonic() - t0
     if rc == 0:
-        state_file.write_text(json.dumps({"pages": pages, "site": site}, indent=1, sort_keys=True))
-        print(f"book built in {took:.1f} s: {root / '_build' / 'html' / 'index.html'}")
+        state_file.write_text(json.dumps({"pages": pages, "site": site, "quick": quick, "runs_dir": runs_dir},
+                                         indent=1, sort_keys=True))
+        print(f"book built in {took:.1f} s: {index}")
     else:
         print(f"book build FAILED after {took:.1f} s (exit {rc}); see the messages above", file=sys.stderr)
     return rc

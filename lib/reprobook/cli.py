@@ -153,7 +153,8 @@ def cmd_run(args) -> int:
         obtain(project, claim, args.source, params=params, progress=False)  # an unknown source: a clear error
         run = store.load(args.source)
         source = args.source
-    verdict = _execute(project, claim, run, source, params, args.quiet)
+    with run.lock.acquire(on_wait=_waiting_for(run)):  # one notebook written into a run directory at a time
+        verdict = _execute(project, claim, run, source, params, args.quiet)
     if run.manifest.get("source") in ("auto", "reference"):
         run.update(status="evaluated")
     return _report(verdict, run)
@@ -163,10 +164,19 @@ def cmd_runs(args) -> int:
     from .runs import RunStore
     project = _project()
     claim = project.claim(args.claim) if args.claim else None
+    runs, notes = RunStore(project.settings.runs_dir).runs(claim), []
+    for r in runs:  # a run whose process was killed half-way: put right what the local disk can tell
+        if r.stale and r.manifest.get("source") == "live":
+            notes.append(f"run {r.id}: recorded {r.status!r}, but the process working on it is gone; "
+                         f"`reprobook status {r.id}` asks host {r.manifest.get('host')} and repairs it")
+        elif r.stale:
+            notes += [f"run {r.id}: {line}" for line in r.repair_local()]
     rows = [{"run id": r.id, "claim": f"{r.manifest['paper']}/{r.manifest['claim']}", "source": r.manifest.get("source"),
              "host": r.manifest.get("host", "-"), "status": r.status, "verdict": r.manifest.get("verdict", "-"),
-             "created": r.manifest.get("created")} for r in RunStore(project.settings.runs_dir).runs(claim)]
+             "created": r.manifest.get("created")} for r in runs]
     _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
+    for note in notes:
+        print(f"reprobook: {note}", file=sys.stderr)
     for path in RunStore(project.settings.runs_dir).unreadable(claim):
         print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
               file=sys.stderr)
@@ -174,10 +184,12 @@ def cmd_runs(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from .live import status
+    from .live import repair, status
     from .runs import RunStore
     project = _project()
     run = RunStore(project.settings.runs_dir).load(args.run_id)
+    for line in repair(project, run):  # a process killed half-way left it: what the disk and the host say
+        print(f"repaired: {line}")
     print(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source {run.manifest.get('source')}, "
           f"recorded status {run.status}")
     if run.manifest.get("source") == "live" and run.status not in ("succeeded",):
@@ -196,8 +208,16 @@ def cmd_attach(args) -> int:
     project = _project()
     run = reattach(project, args.run_id, progress=not args.quiet)
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
-    verdict = _execute(project, claim, run, run.id, run.manifest.get("parameters") or {}, args.quiet)
+    with run.lock.acquire(on_wait=_waiting_for(run)):  # one notebook written into a run directory at a time
+        verdict = _execute(project, claim, run, run.id, run.manifest.get("parameters") or {}, args.quiet)
     return _report(verdict, run)
+
+
+def _waiting_for(run):
+    def tell(holder) -> None:
+        print(f"reprobook: run {run.id} is being worked on by {holder or 'another process'}; waiting for it to "
+              f"finish", file=sys.stderr, flush=True)
+    return tell
 
 
 def cmd_cancel(args) -> int:
@@ -260,7 +280,8 @@ def cmd_trust_host(args) -> int:
 
 def cmd_book(args) -> int:
     from .book import build
-    return EXIT_ERROR if build(_project(), clean=args.clean, quiet=args.quiet) else 0
+    from .config import find_root
+    return EXIT_ERROR if build(find_root(), clean=args.clean, quiet=args.quiet, workers=args.workers) else 0
 
 
 # --------------------------------------------------------------------------- parser
@@ -359,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "library).")
     s.add_argument("--clean", action="store_true", help="remove _build first (a cold build)")
     s.add_argument("-q", "--quiet", action="store_true", help="less output")
+    s.add_argument("--workers", type=int, metavar="N", help="notebooks executed at once, each in its own kernel "
+                   "(default: $REPROBOOK_BOOK_WORKERS, else two per core)")
     s.set_defaults(func=cmd_book)
     return p
 

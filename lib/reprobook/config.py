@@ -211,6 +211,7 @@ class Step:
     cwd: str = ""
     expected_minutes: float = 0.0
     note: str = ""
+    where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.steps)
 
 
 @dataclass(frozen=True)
@@ -384,7 +385,8 @@ def duration_words(minutes: float) -> str:
 
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
-                      expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""))
+                      expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
+                      where=s.get("where", "host"))
                  for s in items or ())
 
 

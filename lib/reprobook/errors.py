@@ -70,6 +70,10 @@ class HostKeyError(TestbedError):
     """The host's key is unknown or differs from ``known_hosts``."""
 
 
+class StepTimeout(TestbedError):
+    """The host accepted a command and then sent nothing for too long; the message names the step."""
+
+
 class HostBusy(TestbedError):
     """Another run holds the host's benchmark lock."""
 
@@ -80,6 +84,14 @@ class HostBusy(TestbedError):
 
 class RequirementsNotMet(TestbedError):
     """The host lacks what the claim's experiment needs (cores, OS, ...)."""
+
+
+class RunBusy(ReprobookError):
+    """Another process (of the same user) is working on the run; ``holder`` says which."""
+
+    def __init__(self, message: str, *, holder=None):
+        super().__init__(message)
+        self.holder = holder
 
 
 class ExperimentError(ReprobookError):
@@ -145,6 +157,22 @@ class OutputError(ReprobookError):
         self.file = str(file)
         self.line = line
         self.field = field
+
+
+class OutputsRefused(OutputError):
+    """A host sent records or bytes that reprobook refused (paths leaving the run directory, outputs
+    never asked for, sizes that do not match, links, malformed records).
+
+    What arrived properly is saved first and listed in ``fetched``; ``records`` holds each refused
+    record (as received, shortened) with the reason.
+    """
+
+    def __init__(self, message: str, *, file: str | Path, host: str, records: list[tuple[str, str]],
+                 fetched: list | None = None):
+        super().__init__(f"host {host!r}: {message}", file=file)
+        self.host = host
+        self.records = records
+        self.fetched = list(fetched or [])
 
 
 class ArtifactError(ReprobookError):

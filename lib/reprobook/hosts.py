@@ -9,6 +9,12 @@ Host keys are checked against ``known_hosts`` (``~/.ssh/known_hosts`` and any
 ``UserKnownHostsFile`` of the host's ``~/.ssh/config`` entry). An unknown key
 is refused unless the host says ``host_key_policy: accept-new``; a changed key
 is always refused.
+
+Nothing a host sends back is trusted to be small or timely: a command that
+goes silent for `ANSWER_TIMEOUT_S` is abandoned with a `StepTimeout` naming
+the step, captured output is capped at `MAX_OUTPUT_BYTES` (stderr keeps its
+last `STDERR_TAIL_BYTES`), and a caller that expects a lot (a listing of a
+million files) takes stdout as a stream with ``on_stdout``.
 """
 
 from __future__ import annotations
@@ -16,15 +22,24 @@ from __future__ import annotations
 import os
 import select
 import shlex
+import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .config import HostSpec, Settings
-from .errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, TestbedError)
+from .errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, StepTimeout,
+                     TestbedError)
+
+ANSWER_TIMEOUT_S = 120.0
+"""A command that sends nothing (no output, no exit) for this long is given up as hung."""
+MAX_OUTPUT_BYTES = 64 << 20
+"""Captured stdout beyond this is refused: a command whose output can be large streams it (``on_stdout``)."""
+STDERR_TAIL_BYTES = 64 << 10
 from .requirements import HostFacts, Requirements, facts_from, probe_script
 
 
@@ -80,21 +95,33 @@ class Host:
         return self.spec.workdir
 
     def run(self, command: str, *, env: Mapping[str, object] | None = None, timeout: float | None = None,
-            check: bool = True, retries: int = 0) -> Result:
+            check: bool = True, retries: int = 0, step: str | None = None, answer_timeout: float | None = None,
+            on_stdout: Callable[[bytes], None] | None = None) -> Result:
         """Run ``command`` with bash on the host and return its `Result`.
 
         ``env`` values are exported, quoted, before the command. With
         ``check``, a non-zero exit raises `ExperimentError` with the exit
         code and the tail of the output. ``retries`` reconnects and runs
         again that many times if the connection drops (only for commands
-        that are safe to repeat).
+        that are safe to repeat; a host that went silent is not asked again).
+
+        ``step`` names what the command does, for messages. A command that
+        sends nothing for ``answer_timeout`` seconds (default
+        `ANSWER_TIMEOUT_S`), or has not finished after ``timeout``, raises
+        `StepTimeout` naming the step. ``on_stdout`` receives stdout in
+        chunks as it arrives (``Result.stdout`` is then empty); otherwise
+        more than `MAX_OUTPUT_BYTES` of it is a `TestbedError`.
         """
         full = env_prefix({**self.spec.env, **(env or {})}) + command
+        limits = _Limits(step or f"running `{command[:80]}`", timeout,
+                         ANSWER_TIMEOUT_S if answer_timeout is None else answer_timeout, on_stdout)
         attempt = 0
         while True:
             try:
-                res = self._run(full, timeout)
+                res = self._run(full, limits)
                 break
+            except StepTimeout:
+                raise
             except TestbedError:
                 if attempt >= retries:
                     raise
@@ -106,13 +133,17 @@ class Host:
                                   log_tail=res.tail(), host=self.name)
         return res
 
-    def run_script(self, script: str, *args: str, retries: int = 0) -> Result:
+    def run_script(self, script: str, *args: str, retries: int = 0, step: str | None = None,
+                   answer_timeout: float | None = None,
+                   on_stdout: Callable[[bytes], None] | None = None) -> Result:
         """Run a bash ``script`` with ``args`` as its positional parameters, each quoted.
 
-        Its bash reads no startup files: the login shell has read them once already.
+        Its bash reads no startup files: the login shell has read them once already. ``step``,
+        ``answer_timeout`` and ``on_stdout`` are as for `run`.
         """
         argv = " ".join(shlex.quote(a) for a in args)
-        return self.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries)
+        return self.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries,
+                        step=step, answer_timeout=answer_timeout, on_stdout=on_stdout)
 
     def facts(self, requirements: Requirements | Iterable[Requirements] = (), *,
               commands: Iterable[str] = ()) -> HostFacts:
@@ -124,7 +155,8 @@ class Host:
         reqs = [requirements] if isinstance(requirements, Requirements) else list(requirements)
         if commands:
             reqs.append(Requirements(commands=list(commands)))
-        return facts_from(self.run_script(probe_script(reqs), self.workdir, retries=1).stdout)
+        return facts_from(self.run_script(probe_script(reqs), self.workdir, retries=1,
+                                          step="probing the host's facts").stdout)
 
     def put(self, local: Path, remote: str) -> None:
         raise NotImplementedError
@@ -141,7 +173,7 @@ class Host:
     def __exit__(self, *exc):
         self.close()
 
-    def _run(self, command: str, timeout: float | None) -> Result:
+    def _run(self, command: str, limits: "_Limits") -> Result:
         raise NotImplementedError
 
 
@@ -151,13 +183,34 @@ class LocalHost(Host):
     def __init__(self, spec: HostSpec):
         self.spec = spec
 
-    def _run(self, command: str, timeout: float | None) -> Result:
+    def _run(self, command: str, limits: "_Limits") -> Result:
+        # its own session, so that a command given up on goes with everything it started
+        p = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        sink = _Sink(limits, self.name)
         try:
-            p = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout,
-                               stdin=subprocess.DEVNULL, errors="replace")
-        except subprocess.TimeoutExpired as exc:
-            raise TestbedError(f"command did not finish within {timeout} s: {command[:200]}", host=self.name) from exc
-        return Result(self.name, command, p.stdout, p.stderr, p.returncode)
+            streams = {p.stdout.fileno(): sink.out, p.stderr.fileno(): sink.err}
+            while streams:
+                ready, _, _ = select.select(list(streams), [], [], 0.05)
+                for fd in ready:
+                    data = os.read(fd, 1 << 16)
+                    if data:
+                        streams[fd](data)
+                    else:
+                        del streams[fd]
+                sink.check_time()
+            code = p.wait()
+        except BaseException:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
+            raise
+        finally:
+            p.stdout.close()
+            p.stderr.close()
+        return Result(self.name, command, sink.stdout(), sink.stderr(), code)
 
     def put(self, local: Path, remote: str) -> None:
         Path(remote).parent.mkdir(parents=True, exist_ok=True)
@@ -291,35 +344,57 @@ class SshHost(Host):
 
     # -- commands and files
 
-    def _run(self, command: str, timeout: float | None) -> Result:
+    def _run(self, command: str, limits: "_Limits") -> Result:
         import paramiko
 
         conn = self._open()
+        sink = _Sink(limits, self.name)
+        unanswered = threading.Event()
         try:
             chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
-            chan.settimeout(timeout)
-            # the login shell sshd starts has read the user's startup files once already; the bash
-            # it hands over to must not read them again (a pyenv or conda init costs ~0.1 s a time)
-            chan.exec_command("exec bash --norc --noprofile -c " + shlex.quote(command))
+            # paramiko waits for the answer to an exec request without a time limit
+            def give_up():
+                unanswered.set()
+                chan.close()
+            timer = threading.Timer(limits.answer_timeout or 1e9, give_up)
+            timer.daemon = True
+            timer.start()
+            try:
+                # the login shell sshd starts has read the user's startup files once already; the bash
+                # it hands over to must not read them again (a pyenv or conda init costs ~0.1 s a time)
+                chan.exec_command("exec bash --norc --noprofile -c " + shlex.quote(command))
+            finally:
+                timer.cancel()
             chan.shutdown_write()
-            out, err = _drain(chan, timeout)
+            _drain(chan, sink)
             code = chan.recv_exit_status()
             chan.close()
+        except (StepTimeout, TestbedError):
+            self.close()
+            raise
         except (paramiko.SSHException, EOFError, OSError, socket.timeout) as exc:
             self.close()
-            raise TestbedError(f"connection lost while running a command ({exc.__class__.__name__}: {exc})",
+            if unanswered.is_set():
+                raise sink.silence() from None
+            raise TestbedError(f"connection lost while {limits.step} ({exc.__class__.__name__}: {exc})",
                                host=self.name) from None
+        except BaseException:
+            self.close()  # the command may still be sending: its channel is no use any more
+            raise
         if code == -1:
             self.close()
-            raise TestbedError("connection lost before the command reported its exit status", host=self.name)
-        return Result(self.name, command, out, err, code)
+            raise TestbedError(f"connection lost before the command reported its exit status ({limits.step})",
+                               host=self.name)
+        return Result(self.name, command, sink.stdout(), sink.stderr(), code)
 
     def sftp(self):
         import paramiko
 
         conn = self._open()
         try:
-            return conn.sftp()
+            sftp = conn.sftp()
+            sftp.get_channel().settimeout(ANSWER_TIMEOUT_S)  # a host that stops answering mid-file
+            return sftp
         except (paramiko.SSHException, EOFError, socket.timeout) as exc:
             self.close()
             raise TestbedError(f"the SSH server offers no SFTP ({exc.__class__.__name__}: {exc or 'channel closed'}); "
@@ -338,7 +413,11 @@ class SshHost(Host):
         sftp = self.sftp()
         try:
             getattr(sftp, op)(*args)
-        except (paramiko.SSHException, EOFError, socket.timeout, ConnectionError) as exc:
+        except socket.timeout:
+            self.close()
+            raise StepTimeout(f"no answer for {ANSWER_TIMEOUT_S:.0f} s during an SFTP {op} of "
+                              f"{args[0] if op == 'get' else args[1]}", host=self.name) from None
+        except (paramiko.SSHException, EOFError, ConnectionError) as exc:
             self.close()
             raise TestbedError(f"the connection broke off during an SFTP {op} "
                                f"({exc.__class__.__name__}: {exc or 'closed'})", host=self.name) from None
@@ -350,19 +429,71 @@ class SshHost(Host):
             raise
 
 
-def _drain(chan, timeout: float | None) -> tuple[str, str]:
-    """Read stdout and stderr of a channel until the command ends.
+class _Limits:
+    """How long a command may stay silent or run, and where its stdout goes; ``step`` names it in messages."""
+
+    def __init__(self, step: str, timeout: float | None, answer_timeout: float | None,
+                 on_stdout: Callable[[bytes], None] | None):
+        self.step, self.timeout, self.answer_timeout, self.on_stdout = step, timeout, answer_timeout, on_stdout
+
+
+class _Sink:
+    """A command's output as it arrives, within `_Limits`: stdout capped or streamed, stderr's tail."""
+
+    def __init__(self, limits: _Limits, host: str):
+        self.limits, self.host = limits, host
+        self._out, self._err = bytearray(), bytearray()
+        self.started = self.last = time.monotonic()
+
+    def out(self, data: bytes) -> None:
+        self.last = time.monotonic()
+        if self.limits.on_stdout is not None:
+            self.limits.on_stdout(data)
+            return
+        self._out += data
+        if len(self._out) > MAX_OUTPUT_BYTES:
+            raise TestbedError(f"sent more than {MAX_OUTPUT_BYTES >> 20} MiB of output while {self.limits.step}; "
+                               f"reprobook stopped reading. Is the host's shell printing something endless?",
+                               host=self.host)
+
+    def err(self, data: bytes) -> None:
+        self.last = time.monotonic()
+        self._err += data
+        if len(self._err) > 2 * STDERR_TAIL_BYTES:
+            del self._err[:-STDERR_TAIL_BYTES]
+
+    def check_time(self) -> None:
+        now = time.monotonic()
+        lim = self.limits
+        if lim.timeout and now - self.started > lim.timeout:
+            raise StepTimeout(f"{lim.step} did not finish within {lim.timeout:g} s; reprobook gave up on it",
+                              host=self.host)
+        if lim.answer_timeout and now - self.last > lim.answer_timeout:
+            raise self.silence()
+
+    def silence(self) -> StepTimeout:
+        return StepTimeout(f"no answer for {self.limits.answer_timeout:g} s while {self.limits.step}; reprobook "
+                           f"closed the connection. Is the host overloaded or hung (its disk, NFS)? Try again "
+                           f"once it answers `reprobook check-host {self.host}`.", host=self.host)
+
+    def stdout(self) -> str:
+        return self._out.decode(errors="replace")
+
+    def stderr(self) -> str:
+        return self._err[-STDERR_TAIL_BYTES:].decode(errors="replace")
+
+
+def _drain(chan, sink: _Sink) -> None:
+    """Read stdout and stderr of a channel into ``sink`` until the command ends.
 
     Paramiko wakes ``select`` only for stdout data and EOF, so the wait is
     short (10 ms) to notice stderr and the exit status promptly.
     """
-    out, err = bytearray(), bytearray()
-    deadline = time.monotonic() + timeout if timeout else None
     while True:
         while chan.recv_ready():
-            out += chan.recv(1 << 16)
+            sink.out(chan.recv(1 << 16))
         while chan.recv_stderr_ready():
-            err += chan.recv_stderr(1 << 16)
+            sink.err(chan.recv_stderr(1 << 16))
         if chan.exit_status_ready() and (chan.eof_received or chan.closed):
             if not chan.recv_ready() and not chan.recv_stderr_ready():
                 break
@@ -372,10 +503,8 @@ def _drain(chan, timeout: float | None) -> tuple[str, str]:
         transport = chan.get_transport()
         if transport is None or not transport.is_active():
             raise EOFError("transport closed")
-        if deadline and time.monotonic() > deadline:
-            raise socket.timeout(f"command did not finish within {timeout} s")
+        sink.check_time()
         select.select([chan], [], [], 0.01)
-    return out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def open_host(spec: HostSpec, settings: Settings | None = None) -> Host:

@@ -40,6 +40,7 @@ echo "$rc" > exit_code.tmp && mv exit_code.tmp exit_code
 
 _LAUNCH = r"""
 set -eu
+trap '' PIPE HUP  # a client that dies half-way must not cut this script between two of its steps
 base=$1; run_id=$2; cmd_b64=$3; wrapper_b64=$4; resume=$5
 rundir="$base/runs/$run_id"
 umask 077
@@ -58,7 +59,7 @@ if [ -f "$rundir/pid" ]; then
     for f in log exit_code ended pid cancelled started boot_id cmd.sh; do
       [ -e "$rundir/$f" ] && mv "$rundir/$f" "$rundir/attempt-$n/"
     done
-    echo "RB:RESUMING $n"
+    echo "RB:RESUMING $n" || true
   else
     echo "RB:ATTACH"; exit 0
   fi
@@ -71,7 +72,8 @@ printf '%s' "$wrapper_b64" | base64 -d > "$rundir/wrapper.sh"
 printf '%s\n' "$run_id" > "$base/busy.owner"
 cat /proc/sys/kernel/random/boot_id > "$rundir/boot_id" 2>/dev/null || echo none > "$rundir/boot_id"
 date +%s > "$rundir/started"
-setsid nohup bash "$rundir/wrapper.sh" "$rundir" > /dev/null 2>&1 < /dev/null 8>&- &
+# the job gets the default signal handling back (a benchmark's `yes | head` must end as it always does)
+( trap - PIPE HUP; exec setsid nohup bash "$rundir/wrapper.sh" "$rundir" ) > /dev/null 2>&1 < /dev/null 8>&- &
 echo $! > "$rundir/pid"
 echo "RB:STARTED $!"
 # a step that ends at once (a check, a trivial run) is reported in this round trip, not the next
@@ -98,7 +100,8 @@ now_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo none)
 echo "same_boot=$([ "$(cat boot_id 2>/dev/null)" = "$now_boot" ] && echo yes || echo no)"
 echo "now=$(date +%s)"
 echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
-echo "step=$(grep -a '^### reprobook step' log 2>/dev/null | tail -n 1 | cut -c 20-200)"
+# only the log's last MiB is searched for the current step: a log of gigabytes costs no more than a small one
+echo "step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1 | cut -c 20-200)"
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
 """
@@ -137,7 +140,17 @@ class JobStatus:
         return lines[-1] if lines else ""
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` from a host, safe to show on a terminal: control characters (escape sequences that
+    could move the cursor, retitle the window or hide text) become ``?``; newlines and tabs stay."""
+    return _CONTROL.sub("?", text)
+
+
 def _parse_status(run_id: str, text: str) -> JobStatus:
+    text = printable(text.replace("\r\n", "\n").replace("\r", "\n"))
     head, _, tail = text.partition("---tail\n")
     kv = dict(l.split("=", 1) for l in head.splitlines() if "=" in l)
     num = lambda k: float(kv[k]) if kv.get(k, "").strip() else None  # noqa: E731
@@ -182,12 +195,13 @@ class Job:
     def remote_dir(self) -> str:
         return f"{self.base}/runs/{self.run_id}"
 
-    def _sh(self, script: str, *args: str, retries: int = 2):
-        return self.host.run_script(script, *args, retries=retries)
+    def _sh(self, script: str, *args: str, retries: int = 2, step: str = "talking to the job"):
+        return self.host.run_script(script, *args, retries=retries, step=f"{step} of run {self.run_id}")
 
     def status(self, tail_lines: int = 20) -> JobStatus:
         """One round trip: the job's state, exit code, current step and last log lines."""
-        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines)).stdout)
+        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines),
+                                                   step="reading the status").stdout)
 
     def wait(self, *, expected_s: float | None = None, poll_s: float = 5.0, progress: bool = True,
              reconnect_for_s: float = 600.0, title: str | None = None) -> JobStatus:
@@ -249,7 +263,7 @@ for i in 1 2 3 4 5 6 7 8 9 10; do [ -f "$rundir/exit_code" ] && exit 0; sleep 0.
 [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
 true
 """
-        self._sh(script, self.remote_dir)
+        self._sh(script, self.remote_dir, step="cancelling the job")
         return self.status()
 
     def raise_for_status(self, st: JobStatus) -> None:
@@ -278,7 +292,8 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
         Another run holds the host's benchmark lock; the message names it.
     """
     job = Job(host, run_id)
-    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), "1" if resume else "0", retries=2)
+    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), "1" if resume else "0", retries=2,
+                  step="launching the job")
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""

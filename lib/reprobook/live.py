@@ -7,21 +7,30 @@ process) re-attaches by run id and picks up where polling stopped.
 
 Parameters reach the host as environment variables ``RB_<NAME>``, each value
 quoted; the step commands in the paper file read them from there.
+
+One process at a time works on a run: `perform`, `reattach` and `collect`
+hold the run's lock (`reprobook.runs.RunStore.lock`); a second process waits,
+and says for whom. A process killed at any instant leaves the run store
+consistent, and `repair` (which ``reprobook status``, ``attach`` and ``run``
+call) puts the run's status right from what the host says.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import Mapping
 
 from .config import Claim, Project
-from .errors import (ConfigError, ExperimentError, HostBusy, OutputError, ReprobookError, RequirementsNotMet,
+from .errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
                      TestbedError)
 from .hosts import Host, open_host
 from .jobs import Job, JobStatus, launch
-from .runs import Run, RunStore, run_id_for, utcnow
+from .listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES, survey
+from .locks import Holder
+from .runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
 from .steps import build_script, param_env
-from .transfer import INLINE_MAX_BYTES, fetch, survey
+from .transfer import fetch
 
 
 def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
@@ -55,14 +64,22 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
     run_id = run_id_for(claim, host_name, {k: env[k] for k in sorted(env)}, nonce)
     store = RunStore(project.settings.runs_dir)
+    with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
+        return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s)
+
+
+def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s) -> Run:
+    host_name = spec.name
     resume = False
     try:
         existing = store.load(run_id)
+        for line in _picked_up(existing) + existing.repair_local():
+            _say(f"run {run_id}: {line}")
         if existing.status == "succeeded":
             return existing
-        # failed, cancelled, lost or cut off: launch again, and the job skips the steps it finished
+        # failed, cancelled, lost, cut off or never started: launch again, and the job skips the steps it finished
         resume = existing.status in ("failed", "cancelled", "lost", "launch-unknown", "refused", "fetching", "running",
-                                     "launching")
+                                     "launching", "ended", "interrupted", "created")
     except ConfigError:
         pass
     with open_host(spec, project.settings) as host:
@@ -83,6 +100,9 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
             # the connection may have dropped after the job started: `reprobook status` asks the host
             run.update(status="launch-unknown", error=exc.message)
             raise
+        except BaseException:  # interrupted (Ctrl-C in a notebook): the job may or may not have started
+            run.update(status="launch-unknown", error="interrupted while launching")
+            raise
         run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
         return follow(project, claim, run, host, progress=progress, poll_s=poll_s, job=job)
 
@@ -97,33 +117,121 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
 
 
 def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
-    """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed."""
+    """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed.
+
+    The status is ``fetching`` only while this runs; if the fetch breaks off
+    (or this process is interrupted) the run is left ``ended``, and
+    ``reprobook attach`` fetches what is missing. Records the host sent that
+    cannot be trusted make the run ``failed``, with the proper files recorded.
+    """
     host = job.host
     d = job.remote_dir
-    # one round trip: the log, the checkouts, the outputs' listing and the bytes of the small ones
-    listing = survey(host, claim.outputs, newer_than=f"{d}/started", read=(f"{d}/checkout.txt", f"{d}/log"),
-                     inline_max=INLINE_MAX_BYTES)
-    checkouts, log = listing.texts[f"{d}/checkout.txt"] or "", listing.texts[f"{d}/log"] or ""
-    (run.path / "log.txt").write_text(log)
-    run.update(status=st.state if st.state != "succeeded" else "fetching", exit_code=st.exit_code,
-               started=_iso(st.started), ended=_iso(st.ended),
-               checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))
+    with run.lock.acquire(on_wait=_waiting(run.id)):
+        # one round trip: the log's end, the checkouts, the outputs' listing and the bytes of the small ones
+        listing = survey(host, claim.outputs, newer_than=f"{d}/started", read=(f"{d}/checkout.txt", f"{d}/log"),
+                         inline_max=INLINE_MAX_BYTES)
+        checkouts, log = listing.texts[f"{d}/checkout.txt"] or "", listing.texts[f"{d}/log"] or ""
+        whole = listing.text_sizes.get(f"{d}/log", 0)
+        if whole > TEXT_MAX_BYTES:
+            log = (f"[reprobook: the log has {whole} bytes; only its last {TEXT_MAX_BYTES} were fetched. The whole "
+                   f"log is on host {host.name} at {d}/log]\n") + log
+        write_atomic(run.path / "log.txt", log, durable=False)
+        run.update(status="fetching", job_state=st.state, exit_code=st.exit_code,
+                   started=_iso(st.started), ended=_iso(st.ended),
+                   checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))
+        try:
+            files = fetch(host, claim.outputs, run.path, listing=listing)
+        except OutputsRefused as exc:
+            run.update(status="failed", files=_records(exc.fetched), partial=True, fetch_error=exc.message,
+                       refused=[{"record": rec, "reason": why} for rec, why in exc.records])
+            raise
+        except BaseException as exc:
+            run.update(status="ended", fetch_error=getattr(exc, "message", None) or f"interrupted ({type(exc).__name__})")
+            raise
+        if st.state != "succeeded":
+            run.update(status=st.state, files=_records(files), partial=True, fetch_error=None)
+            job.raise_for_status(st)
+        if not files:
+            run.update(status="failed", files=[], partial=False, fetch_error=None)
+            raise ExperimentError(f"run {run.id} ended well but produced none of the outputs "
+                                  f"({', '.join(o.path + '/' + o.glob for o in claim.outputs.values())})",
+                                  command=f"{job.remote_dir}/cmd.sh", exit_code=st.exit_code, log_tail=st.log_tail,
+                                  host=host.name)
+        # the files and the status in one write: a run is never 'succeeded' without its files
+        run.update(status="succeeded", files=_records(files), partial=False, fetch_error=None)
+        return run
+
+
+def _records(files) -> list[dict]:
+    return [{"output": f.output, "path": f.path, "size": f.size, "sha256": f.sha256} for f in files]
+
+
+def _say(message: str) -> None:
+    print(f"reprobook: {message}", file=sys.stderr, flush=True)
+
+
+def _waiting(run_id: str):
+    def tell(holder: Holder | None) -> None:
+        who = str(holder) if holder else "another process"
+        _say(f"run {run_id} is being worked on by {who}; waiting for it to finish (Ctrl-C stops waiting; the run "
+             f"itself is not affected)")
+    return tell
+
+
+def _picked_up(run: Run) -> list[str]:
+    """What to say about a run whose last process was killed half-way, as this one picks it up."""
+    if not run.stale:
+        return []
+    owner = run.manifest.get("owner") or {}
+    return [f"was left {run.status!r} by pid {owner.get('pid', '?')} (`{owner.get('command', '?')}`), which is gone; "
+            f"picking it up from there"]
+
+
+def repair(project: Project, run: Run, *, host: Host | None = None) -> list[str]:
+    """Put a run's recorded status right when the process that wrote it is gone; return what was found.
+
+    A run that a living process works on is left alone. Otherwise unfinished
+    temporary files are removed, and a live run recorded as launching,
+    fetching, running or the like takes its status from its job on the host:
+    ``interrupted`` (the launch never reached the host), ``running``, or
+    ``ended`` (the job ended; `reattach` fetches its outputs). Nothing is
+    fetched or launched here. A host that cannot be reached is said so, and
+    the status is left as it was.
+    """
+    found = run.repair_local()
+    if run.manifest.get("source") != "live" or run.lock.held_elsewhere():
+        return found
+    was, stale = run.status, run.stale
+    if not (stale or was in ON_HOST):
+        return found
+    owner = run.manifest.get("owner") or {}
+    why = (f"was recorded {was!r} by pid {owner.get('pid', '?')} (`{owner.get('command', '?')}`), which is gone"
+           if stale else f"was recorded {was!r}")
     try:
-        files = fetch(host, claim.outputs, run.path, listing=listing)
-    except (OutputError, TestbedError) as exc:
-        run.update(fetch_error=exc.message)
-        raise
-    run.update(files=[{"output": f.output, "path": f.path, "size": f.size, "sha256": f.sha256} for f in files],
-               partial=st.state != "succeeded")
-    job.raise_for_status(st)
-    if not files:
-        run.update(status="failed")
-        raise ExperimentError(f"run {run.id} ended well but produced none of the outputs "
-                              f"({', '.join(o.path + '/' + o.glob for o in claim.outputs.values())})",
-                              command=f"{job.remote_dir}/cmd.sh", exit_code=st.exit_code, log_tail=st.log_tail,
-                              host=host.name)
-    run.update(status="succeeded")
-    return run
+        if host is None:
+            with open_host(project.hosts.host(run.manifest["host"]), project.settings) as h:
+                st = Job(h, run.id).status()
+        else:
+            st = Job(host, run.id).status()
+    except (TestbedError, ConfigError) as exc:
+        if stale:
+            found.append(f"{why}; its host could not be asked ({exc.message}), so the status stays as it was")
+        return found
+    now = {"unknown": "interrupted", "running": "running"}.get(st.state, "ended")
+    if now == was and (now != "ended" or run.manifest.get("job_state") == st.state) and not stale:
+        return found
+    where = run.manifest.get("host", "the host")
+    said = {"interrupted": f"{where} has no such job: the launch never reached it. Now recorded 'interrupted'; "
+                           f"running the same claim with the same parameters starts it",
+            "running": f"the job is running on {where}: now recorded 'running'; `reprobook attach {run.id}` follows it",
+            "ended": f"the job on {where} has ended ({st.state}) and its outputs are not all fetched: now recorded "
+                     f"'ended'; `reprobook attach {run.id}` fetches them"}[now]
+    fields = {"status": now, "repaired": {"was": was, "at": utcnow(), "job_state": st.state}}
+    if now == "ended":
+        fields.update(job_state=st.state, exit_code=st.exit_code)
+    run.update(**fields)
+    found.append(f"{why}; {said}")
+    return found
 
 
 def _iso(ts: float | None) -> str | None:
@@ -140,11 +248,15 @@ def reattach(project: Project, run_id: str, *, progress: bool = True, poll_s: fl
         raise ConfigError(f"run {run_id} is {what}: there is no job on a host to attach to. "
                           f"`reprobook run {run.manifest.get('paper')}/{run.manifest.get('claim')} --source {run_id}` "
                           f"evaluates it again.")
-    if run.status == "succeeded":
-        return run
-    claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
-    with open_host(project.hosts.host(run.manifest["host"]), project.settings) as host:
-        return follow(project, claim, run, host, progress=progress, poll_s=poll_s)
+    with run.lock.acquire(on_wait=_waiting(run_id)):
+        run.reload()
+        for line in _picked_up(run) + run.repair_local():
+            _say(f"run {run_id}: {line}")
+        if run.status == "succeeded":
+            return run
+        claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
+        with open_host(project.hosts.host(run.manifest["host"]), project.settings) as host:
+            return follow(project, claim, run, host, progress=progress, poll_s=poll_s)
 
 
 def _job_for(project: Project, run_id: str) -> tuple[Run, Host, Job]:

@@ -176,7 +176,7 @@ def overlay(measured: pd.DataFrame, published: pd.DataFrame | None = None, *, x:
     width = 0.0 if numeric else 0.6 / max(n, 1)
 
     def xpos(xv, gi):
-        base = pos[xv]
+        base = pos[xv] if xv in pos else float(xv)  # numeric x: a point not measured still has its place
         return base * (1 + 0.03 * (gi - (n - 1) / 2)) if numeric and logx else base + (gi - (n - 1) / 2) * width
 
     if isinstance(band, tuple):
@@ -207,18 +207,18 @@ def overlay(measured: pd.DataFrame, published: pd.DataFrame | None = None, *, x:
                 label=label, zorder=3)
 
     if published is not None and not published.empty:
-        first = True
+        labelled = set()
         for _, r in published.iterrows():
             g = r[hue] if hue and hue in published and pd.notna(r.get(hue)) else None
             colour = palette.get(g, "black")
-            label = "published (hollow)" if first else None
-            if x in published and pd.notna(r.get(x)) and r[x] in pos:
+            label = None if g in labelled else (f"{g} (published, hollow)" if g is not None else "published (hollow)")
+            labelled.add(g)
+            if x in published and pd.notna(r.get(x)) and (r[x] in pos or numeric):
                 gi = groups.index(g) if g in groups else 0
                 ax.plot([xpos(r[x], gi)], [r[y]], marker="D", markersize=11, markerfacecolor="none",
                         markeredgecolor=colour, markeredgewidth=2, linestyle="none", zorder=4, label=label)
             else:
                 ax.axhline(r[y], color=colour, linestyle="--", linewidth=1.2, zorder=2, label=label)
-            first = False
 
     if not numeric:
         ax.set_xticks(list(pos.values()), [str(k) for k in pos])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from html import escape
+from pathlib import Path
 
 import pandas as pd
 
+from . import verdicts
 from .api import evaluate, project
 from .checks import colour_of
 
@@ -15,18 +18,49 @@ def _claim_href(paper: str, claim: str, *, from_dir: str) -> str:
     return "../" * depth + f"notebooks/{paper}/{claim}.html"
 
 
-def summary_frame() -> pd.DataFrame:
-    """One row per claim of every paper: verdict, margin, source, computed now from the data."""
-    rows = []
+def summary_frame(verdicts_dir: str | Path | None = None) -> pd.DataFrame:
+    """One row per claim of every paper: verdict, margin, source.
+
+    During a book build (``verdicts_dir``, by default ``$REPROBOOK_VERDICTS``) the rows come from
+    the verdicts the claim pages recorded in the same build (`reprobook.verdicts`); a claim without
+    a usable record, and every claim outside a build, is evaluated here from its data. The keys of
+    those are in ``attrs["evaluated"]``, and why, in ``attrs["why_evaluated"]``;
+    `summary_note` says so on the page.
+    """
+    directory = verdicts_dir or os.environ.get(verdicts.ENV_DIR)
+    records, rejected = verdicts.read(directory) if directory else ({}, {})
+    rows, evaluated, why = [], [], {}
     for claim in project().all_claims():
-        ev = evaluate(claim)
+        rec = records.get(claim.key)
+        if rec is None:
+            ev = evaluate(claim)
+            evaluated.append(claim.key)
+            why[claim.key] = ("not built by reprobook book" if not directory
+                              else rejected.get(claim.key, "its page recorded no verdict in this build"))
+            rec = {"verdict": str(ev.verdict.verdict), "margin": ev.verdict.margin, "reason": ev.verdict.reason,
+                   "source": ev.outputs.source if ev.outputs.available else "none",
+                   "source_detail": ev.outputs.label if ev.outputs.available else ev.outputs.detail}
         rows.append({"paper": project().paper(claim.paper).short, "claim": claim.title, "key": claim.key,
-                     "verdict": str(ev.verdict.verdict),
-                     "margin": None if ev.verdict.margin is None else round(ev.verdict.margin * 100, 1),
-                     "source": ev.outputs.source if ev.outputs.available else "none",
-                     "source_detail": ev.outputs.label if ev.outputs.available else ev.outputs.detail,
-                     "reason": ev.verdict.reason})
-    return pd.DataFrame(rows)
+                     "verdict": rec["verdict"],
+                     "margin": None if rec["margin"] is None else round(rec["margin"] * 100, 1),
+                     "source": rec["source"], "source_detail": rec["source_detail"], "reason": rec["reason"]})
+    frame = pd.DataFrame(rows)
+    frame.attrs.update(evaluated=evaluated, why_evaluated=why)
+    return frame
+
+
+def summary_note(frame: pd.DataFrame) -> str:
+    """Markdown saying which verdicts the summary computed itself rather than read from the claim pages."""
+    evaluated = frame.attrs.get("evaluated") or []
+    if not evaluated:
+        return (f"All {len(frame)} verdicts are the ones the claim pages computed in this build; "
+                "none was computed a second time here.")
+    if len(evaluated) == len(frame):
+        why = set(frame.attrs.get("why_evaluated", {}).values())
+        return (f"All {len(frame)} verdicts were computed on this page" + (f" ({why.pop()})." if len(why) == 1 else "."))
+    items = "; ".join(f"`{key}` ({frame.attrs['why_evaluated'][key]})" for key in evaluated)
+    return (f"{len(frame) - len(evaluated)} verdicts are the ones the claim pages computed in this build; "
+            f"{len(evaluated)} were computed on this page: {items}.")
 
 
 def summary_html(frame: pd.DataFrame, *, from_dir: str = "book") -> str:

@@ -159,6 +159,10 @@ class Requirement:
         """The validated value as stored (lists become tuples, numbers int or float)."""
         return value
 
+    def probe_for(self, values: list) -> str:
+        """Shell lines probing for the configured ``values`` (one per claim asking); ``""`` when ``probe`` suffices."""
+        return ""
+
     def parse(self, kv: Mapping[str, str], facts: Mapping[str, Any]) -> dict:
         """Facts from the probe's ``key=value`` output (``facts``: those parsed before, in registry order)."""
         return {}
@@ -496,6 +500,78 @@ class Commands(Requirement):
         return f"needs {what} {_and(repr(c) for c in missing)} on PATH{note}"
 
 
+@register
+class Kvm(Requirement):
+    name = "kvm"
+    schema = {"type": "boolean"}
+    expects = "true or false"
+    example = "true"
+    # Usable means the user may open /dev/kvm for reading and writing, as QEMU's -enable-kvm does.
+    probe = r"""
+if [ ! -e /dev/kvm ]; then echo "kvm=missing"
+elif [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=usable"
+else echo "kvm=denied $(ls -l /dev/kvm 2>/dev/null | awk '{print $1, $3, $4}')"; fi
+""".strip()
+
+    def parse(self, kv, facts):
+        state, _, detail = (kv.get("kvm") or "").partition(" ")
+        words = {"usable": "/dev/kvm can be read and written by the user",
+                 "missing": "there is no /dev/kvm (no hardware virtualisation here, or the kvm module is not loaded)",
+                 "denied": f"/dev/kvm exists ({detail}) but the user cannot read and write it (add the user to its "
+                           "group, usually kvm)"}
+        return {"kvm": state == "usable", "kvm_detail": words.get(state, "not probed")}
+
+    def describe(self, value):
+        return "KVM (/dev/kvm) usable by the user" if value else None
+
+    def shortfall(self, value, facts):
+        if value and not facts.get("kvm"):
+            return f"needs KVM usable by the user; {facts.get('kvm_detail') or 'not probed'}"
+        return None
+
+
+@register
+class Files(Requirement):
+    name = "files"
+    schema = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1, "pattern": r"^[^\n]+$"}}
+    expects = "a list of paths: absolute, ~/..., or relative to the host's workdir"
+    example = '["~/ozz/kernels/guest/images/x86_64/bookworm.img"]'
+    unset = ()
+    coerce = staticmethod(tuple)
+
+    def probe_for(self, values):
+        paths = list(dict.fromkeys(p for v in values for p in v))
+        lines = ['rb_file() {  # path: is it there, as a file or a directory',
+                 '  p=$1; case "$p" in "~") p="$HOME" ;; "~/"*) p="$HOME/${p#\\~/}" ;; /*) ;; *) p="$W/$p" ;; esac',
+                 '  if [ -f "$p" ] && [ -r "$p" ]; then echo file; elif [ -d "$p" ]; then echo dir;',
+                 '  elif [ -e "$p" ]; then echo unreadable; else echo missing; fi',
+                 '}',
+                 'W="${1:-$HOME}"; case "$W" in "~") W="$HOME" ;; "~/"*) W="$HOME/${W#\\~/}" ;; esac']
+        for i, path in enumerate(paths):
+            lines.append(f"printf 'file_{i}=%s:%s\\n' \"$(rb_file {quote(path)})\" {quote(path)}")
+        return "\n".join(lines)
+
+    def parse(self, kv, facts):
+        found = {}
+        for key, value in kv.items():
+            if key.startswith("file_"):
+                state, _, path = value.partition(":")
+                found[path] = state
+        return {"files": found}
+
+    def describe(self, value):
+        return f"{_and(value)} present on the host" if value else None
+
+    def shortfall(self, value, facts):
+        found = facts.get("files") or {}
+        missing = [p for p in value if found.get(p) not in ("file", "dir")]
+        if not missing:
+            return None
+        why = {"missing": "not there", "unreadable": "not readable", None: "not looked for"}
+        what = "the file" if len(missing) == 1 else "the files"
+        return f"needs {what} " + _and(f"{p} ({why.get(found.get(p), found.get(p))})" for p in missing)
+
+
 # --------------------------------------------------------------------------- configured values
 
 def _validated(name: str, value: Any, *, file, key: str) -> Any:
@@ -666,6 +742,10 @@ def probe_script(reqs: Iterable[Requirements]) -> str:
     commands = list(dict.fromkeys(c for r in reqs for c in _coerce(r).commands))
     lines = [_PROBE_HEAD + _HOST_PROBE]
     lines += [req.probe for req in _REGISTRY.values() if req.probe]
+    asked = [dict(_coerce(r).items()) for r in reqs]
+    for name, req in _REGISTRY.items():  # probes that depend on the values asked for (files)
+        values = [r[name] for r in asked if name in r]
+        lines += [req.probe_for(values)] if values and req.probe_for(values) else []
     lines += [f"printf 'cmd_%s=%s\\n' {quote(c)} \"$(command -v {quote(c)} >/dev/null 2>&1 && echo yes || echo no)\""
               for c in commands]
     lines.append("exit 0")

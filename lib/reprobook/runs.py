@@ -7,22 +7,137 @@ through papermill) and ``verdict.json``. Directories are created owner-only.
 The manifest records the claim, parameters, source, hosts and their facts, the
 artifact commits actually checked out, the commands, start and end, the exit
 status, the library version and the sha256 of every fetched file.
+
+The store survives its own process being killed at any instant, and several
+processes using it at once:
+
+- every file is written whole or not at all (`write_atomic`: a temporary
+  file, fsync, rename, fsync of the directory), so a manifest always reads
+  back as the old one or the new one, never half of each;
+- `Run.update` re-reads the manifest under a short lock on the run's
+  directory and writes its fields over it, so two processes updating one run
+  lose neither's fields;
+- a status that only makes sense while a process works on the run
+  (`IN_PROGRESS`: launching, fetching, evaluating, ...) carries that
+  process's identity (``owner``), so a run whose process died is told apart
+  from one still being worked on (`Run.stale`) and can be repaired
+  (`Run.repair_local`, and `reprobook.live.repair` for what the host knows);
+- one process at a time works on a run: `RunStore.lock` (see `reprobook.locks`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
+import shutil
+import socket
+import sys
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .config import Claim
 from .errors import ConfigError, OutputError
+from .locks import Lock
 
 MANIFEST = "manifest.json"
+IN_PROGRESS = frozenset({"created", "launching", "fetching", "evaluating", "importing"})
+"""Statuses that are true only while a process works on the run; left behind by a killed process, they are stale."""
+ON_HOST = frozenset({"running", "launch-unknown", "ended"})
+"""Statuses that the host can settle: the job's state there decides (`reprobook.live.repair`)."""
+
+
+def write_atomic(path: Path, data: bytes | str, *, durable: bool = True) -> None:
+    """Write ``path`` whole or not at all, owner-only: a temporary file beside it, renamed over it.
+
+    With ``durable``, the data and the rename are flushed to disk (fsync of
+    the file and of its directory) before returning, so a power cut leaves
+    the old file or the new one. The temporary file is ``.<name>.<random>.tmp``;
+    one left by a killed process is removed by `Run.repair_local`.
+    """
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _dir_lock(path: Path) -> Iterator[None]:
+    """A short exclusive lock on a directory (flock on the directory itself: no extra file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or ``None`` if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def owner_stamp() -> dict:
+    """This process, as a run's ``owner`` records it (to tell later whether it still lives)."""
+    return {"pid": os.getpid(), "start": _start_ticks(os.getpid()), "boot": _boot_id(),
+            "host": socket.gethostname(), "command": " ".join(sys.argv)[:300]}
+
+
+def owner_alive(owner: dict | None) -> bool:
+    """Whether the process an ``owner`` stamp names still runs (one on another machine is assumed to)."""
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return False
+    if owner.get("host") != socket.gethostname():
+        return True  # a run store shared between machines: only the lock can tell
+    if owner.get("boot") and owner.get("boot") != _boot_id():
+        return False
+    return _start_ticks(owner["pid"]) == owner.get("start")
 
 
 def utcnow() -> str:
@@ -55,15 +170,81 @@ class Run:
         return self.manifest.get("status", "unknown")
 
     def save(self) -> None:
-        """Write the manifest atomically."""
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=True, default=str) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path / MANIFEST)
+        """Write the manifest atomically and durably (see `write_atomic`)."""
+        with _dir_lock(self.path):
+            self._write()
+
+    def _write(self) -> None:
+        if self.manifest.get("status") in IN_PROGRESS:
+            if not owner_alive(self.manifest.get("owner")):  # a living owner stays the owner
+                self.manifest["owner"] = owner_stamp()
+        else:
+            self.manifest.pop("owner", None)
+        write_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2, sort_keys=True, default=str) + "\n")
 
     def update(self, **fields: Any) -> None:
-        self.manifest.update(fields)
-        self.save()
+        """Set ``fields`` in the manifest on disk (as another process may have left it) and save it."""
+        with _dir_lock(self.path):
+            try:
+                disk = json.loads((self.path / MANIFEST).read_text())
+            except (OSError, ValueError):
+                disk = None
+            if isinstance(disk, dict) and disk.get("run_id") == self.manifest.get("run_id"):
+                self.manifest = disk
+            self.manifest.update(fields)
+            self._write()
+
+    def reload(self) -> "Run":
+        """Read the manifest again from disk (another process may have changed it)."""
+        self.manifest = _read_manifest(self.path / MANIFEST)
+        return self
+
+    @property
+    def lock(self) -> Lock:
+        """The lock a process holds while it works on this run (see `RunStore.lock`)."""
+        return Lock(self.path.parents[2] / ".locks" / f"{self.id}.lock", f"run {self.id}")
+
+    @property
+    def stale(self) -> bool:
+        """The status says a process is working on the run, but that process is gone (killed, crashed)."""
+        return (self.status in IN_PROGRESS and not owner_alive(self.manifest.get("owner"))
+                and not self.lock.held_elsewhere())
+
+    def repair_local(self) -> list[str]:
+        """Put right what a killed process left, as far as the local disk tells; return what was found.
+
+        Unfinished temporary files are removed (never a fetched file). An
+        evaluation or import cut off is recorded as ``interrupted``. A stale
+        live run needs its host to be asked: see `reprobook.live.repair`.
+        Runs that a living process works on are left alone.
+        """
+        owner = self.manifest.get("owner")
+        if self.lock.held_elsewhere() or (self.status in IN_PROGRESS and owner_alive(owner)
+                                          and owner.get("pid") != os.getpid()):
+            return []
+        found = []
+        # the manifest's writers hold the directory's lock, a fetch holds its own: no writer's file goes
+        dirs = [self.path]
+        if (self.path / "outputs").is_dir() and not Lock(self.path / "outputs" / ".fetch.lock", "").held_elsewhere():
+            dirs.append(self.path / "outputs")
+        with _dir_lock(self.path):
+            temps = [p for d in dirs for p in d.glob(".*.tmp") if p.is_file()]
+            for p in temps:
+                try:
+                    p.unlink()
+                except OSError:
+                    continue
+        if temps:
+            found.append(f"removed {len(temps)} unfinished temporary file(s) left by a killed process")
+        if self.status in IN_PROGRESS and not owner_alive(owner) and self.manifest.get("source") != "live":
+            owner = owner or {}
+            what = {"evaluating": "the evaluation of its notebook", "importing": "the import of its files"}.get(
+                self.status, "its creation")
+            found.append(f"was recorded {self.status!r}, but the process doing it (pid {owner.get('pid', '?')}) is "
+                         f"gone: {what} was cut off; now recorded 'interrupted'")
+            self.update(status="interrupted", interrupted={"was": self.status, "at": utcnow(),
+                                                           "pid": owner.get("pid")})
+        return found
 
     def files(self, output: str | None = None) -> list[Path]:
         """Local paths of the fetched files (of one output, or all)."""
@@ -93,22 +274,45 @@ class RunStore:
     def __init__(self, root: Path):
         self.root = Path(root)
 
+    def lock(self, run_id: str) -> Lock:
+        """The lock on run ``run_id``: ``<root>/.locks/<run-id>.lock`` (the run need not exist yet)."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return Lock(self.root / ".locks" / f"{run_id}.lock", f"run {run_id}")
+
     def create(self, claim: Claim, run_id: str, **fields: Any) -> Run:
         """A new run directory (owner-only) with an initial manifest; an existing one is reopened."""
         from . import __version__
         path = self.root / claim.paper / claim.id / run_id
         if (path / MANIFEST).exists():
-            run = Run(path, json.loads((path / MANIFEST).read_text()))
+            run = Run(path, _read_manifest(path / MANIFEST))
             run.update(**fields)
             return run
         for d in (self.root, self.root / claim.paper, self.root / claim.paper / claim.id):
             d.mkdir(mode=0o700, exist_ok=True)
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
         manifest = {"run_id": run_id, "paper": claim.paper, "claim": claim.id, "created": utcnow(),
                     "reprobook_version": __version__, "status": "created", "files": []}
         manifest.update(fields)
-        run = Run(path, manifest)
+        # the run directory appears whole, manifest included: made aside, then renamed into place
+        staging = self.root / ".staging"
+        staging.mkdir(mode=0o700, exist_ok=True)
+        _clean_staging(staging)
+        aside = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=staging))
+        run = Run(aside, manifest)
         run.save()
+        try:
+            os.rename(aside, path)  # also over an empty directory an older reprobook may have left
+        except OSError:
+            shutil.rmtree(aside, ignore_errors=True)
+            if (path / MANIFEST).exists():  # another process made it meanwhile
+                run = Run(path, _read_manifest(path / MANIFEST))
+                run.update(**fields)
+                return run
+            path.mkdir(mode=0o700, exist_ok=True)
+            run = Run(path, manifest)
+            run.save()
+            return run
+        _fsync_dir(path.parent)
+        run.path = path
         return run
 
     def runs(self, claim: Claim | None = None) -> list[Run]:
@@ -181,16 +385,31 @@ class RunStore:
 
     def load(self, run_id: str) -> Run:
         """A run by id, wherever it is in the store."""
-        hits = list(self.root.glob(f"*/*/{run_id}/{MANIFEST}"))
+        hits = list(self.root.glob(f"*/*/{run_id}/{MANIFEST}")) if "/" not in run_id else []
         if not hits:
             raise ConfigError(f"no run {run_id!r} in the run store {self.root}")
-        try:
-            manifest = json.loads(hits[0].read_text())
-        except json.JSONDecodeError as exc:
-            raise OutputError(f"the run's manifest is not valid JSON ({exc.msg} at line {exc.lineno}, column "
-                              f"{exc.colno}; truncated?). The fetched files beside it are untouched.",
-                              file=hits[0], line=exc.lineno) from None
-        if not isinstance(manifest, dict) or "run_id" not in manifest:
-            raise OutputError("the run's manifest has no run_id: not a reprobook manifest", file=hits[0],
-                              field="run_id")
-        return Run(hits[0].parent, manifest)
+        return Run(hits[0].parent, _read_manifest(hits[0]))
+
+    def stale(self, claim: Claim | None = None) -> list[Run]:
+        """Runs whose status says a process works on them, though none does any more (see `Run.stale`)."""
+        return [r for r in self.runs(claim) if r.stale]
+
+
+def _clean_staging(staging: Path) -> None:
+    """Remove run directories that a killed process was making (named by its pid) in ``staging``."""
+    for d in staging.iterdir():
+        pid = d.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and _start_ticks(int(pid)) is None:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _read_manifest(path: Path) -> dict:
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise OutputError(f"the run's manifest is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                          f"{exc.colno}; truncated?). The fetched files beside it are untouched.",
+                          file=path, line=exc.lineno) from None
+    if not isinstance(manifest, dict) or "run_id" not in manifest:
+        raise OutputError("the run's manifest has no run_id: not a reprobook manifest", file=path, field="run_id")
+    return manifest

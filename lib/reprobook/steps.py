@@ -12,15 +12,31 @@ id, and so start from scratch.
 
 Parameters reach the steps as environment variables ``RB_<NAME>``, each value
 quoted; the step commands in the paper file read them from there.
+
+A step marked ``where: guest`` runs on the claim's *guest*: a virtual machine the host
+boots, or any machine only the host can reach (QEMU's forwarded SSH port, for
+instance). The host's job runs it over SSH, so the whole run stays one detached job on
+the host, and the client may come and go. The guest is named by the claim's
+parameters ``guest_port`` (required), ``guest_host`` (default ``localhost``),
+``guest_user`` (default ``root``) and ``guest_key`` (a private key on the host; ``~/``
+and paths relative to the host's workdir are allowed). The step's commands reach the
+guest as they are, with the parameters exported as on the host; its ``cwd`` is a
+directory on the guest (default: the guest user's home). Host steps can call
+``rb_guest COMMAND...`` to run a command there too (to upload or copy back files with
+``tar``), so that fetching the outputs stays a matter of the host. The guest's host key
+is trusted on first use and kept in the run's directory (``guest_known_hosts``): a VM
+image's key is the image's own, and it is the host, not the client, that connects.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import shlex
 from typing import Mapping
 
 from .config import Claim, HostSpec, Paper, Repository, Step
+from .errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
 """The prefix of the log line that starts each step (`reprobook.jobs` reads the last one as the current step)."""
@@ -53,6 +69,20 @@ rb_checkout() {  # url commit dir
     echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
   done
 }
+rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, guest_port, guest_user, guest_key)
+  local key=${RB_GUEST_KEY:-} rc=0
+  case "$key" in "") ;; "~/"*) key="$HOME/${key#\~/}" ;; /*) ;; *) key="$RB_WORKDIR/$key" ;; esac
+  ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 -o ServerAliveCountMax=10 \
+      -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="$RB_RUN_DIR/guest_known_hosts" \
+      -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR ${key:+-o IdentitiesOnly=yes -i "$key"} \
+      -p "${RB_GUEST_PORT:?the claim names no guest_port}" -l "${RB_GUEST_USER:-root}" "${RB_GUEST_HOST:-localhost}" \
+      -- "$@" || rc=$?
+  if [ "$rc" = 255 ]; then
+    echo "reprobook: ssh to the guest ${RB_GUEST_USER:-root}@${RB_GUEST_HOST:-localhost}:$RB_GUEST_PORT ended with 255:" \
+         "the guest could not be reached (is it up?), or the command there exited 255" >&2
+  fi
+  return "$rc"
+}
 rb_expect_submodule() {  # dir path commit
   got=$(git -C "$1/$2" rev-parse HEAD)
   if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
@@ -82,6 +112,27 @@ def step_hash(name: str, cwd: str, body: str) -> str:
     return hashlib.sha256("\0".join((name, cwd, body)).encode()).hexdigest()[:16]
 
 
+GUEST_PARAMETERS = ("guest_host", "guest_port", "guest_user", "guest_key")
+"""The claim parameters that name its guest (only ``guest_port`` is required)."""
+
+
+def _guest_body(step: Step, env: Mapping[str, str]) -> str:
+    """The host's command for a guest step: its script, with the parameters, run on the guest over SSH.
+
+    The script travels base64-encoded on the SSH command line, so the guest's shell
+    receives it byte for byte and its standard input stays free (a step that reads
+    stdin gets end-of-file, not the rest of its own script).
+    """
+    q = shlex.quote
+    lines = [f"export {k}={q(v)}" for k, v in env.items()] + ["set -euo pipefail"]
+    if step.cwd:
+        lines.append(f"cd {q(step.cwd)}")
+    script = "\n".join(lines) + "\n" + step.run.rstrip() + "\n"
+    b64 = base64.b64encode(script.encode()).decode()
+    remote = f'bash -c "$(echo {b64} | base64 -d)" reprobook-guest-step'
+    return f"rb_guest {q(remote)} < /dev/null"
+
+
 def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
     """The steps of a live run in order: the checkout (``None``), then setup and run steps."""
     repos = paper.repositories_for(claim)
@@ -108,12 +159,19 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     out.append(_PRELUDE)
     out.append(f"mkdir -p {q(host.workdir)} && cd {q(host.workdir)}")
     steps = plan(paper, claim)
+    if any(step and step.where == "guest" for _, step in steps) and "guest_port" not in claim.parameters:
+        raise ConfigError(f"{claim.key} has steps on a guest but no parameter guest_port to reach it by "
+                          f"(the guest is named by the parameters {', '.join(GUEST_PARAMETERS)})")
+    guest_env = param_env(claim, params)
     total = len(steps)
     for i, (name, step) in enumerate(steps, 1):
         minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
         if step is None:
             body = "\n".join(line for repo in paper.repositories_for(claim) for line in _checkout_lines(repo, host.workdir))
             cwd = host.workdir
+        elif step.where == "guest":
+            cwd = step.cwd
+            body = f"( cd {q(host.workdir)} && set -euo pipefail\n{_guest_body(step, guest_env)}\n)"
         else:
             cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
             body = f"( cd {q(cwd)} && set -euo pipefail\n{step.run.rstrip()}\n)"

@@ -15,39 +15,48 @@
 4. The sha256 of every file that arrived is recorded for the manifest.
 
 Nothing already fetched is ever deleted, whatever goes wrong.
+
+Nothing the host sends is trusted. The listing (`reprobook.listing`) is parsed
+as it streams in and every record is checked before anything is written: the
+output must be one that was asked for, the path relative and free of ``..``,
+empty and NUL components, and the local file it names must resolve inside the
+run's directory. Sizes must match what arrives, inline bytes must belong to a
+listed file, and symbolic links (or other non-regular files) are skipped, never
+created locally nor followed; rsync runs with ``--no-links`` and is handed only
+checked paths. Whatever is refused is named, with the host, in one
+`OutputsRefused` raised after every proper file has been saved and recorded.
+
+One process at a time fetches into a run directory (a lock in ``outputs/``,
+held by rsync too while it runs).
 """
 
 from __future__ import annotations
 
-import base64
 import errno
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Mapping
 
 from .config import OutputSpec
-from .errors import OutputError, TestbedError
+from .errors import OutputError, OutputsRefused, TestbedError
 from .hosts import Host, SshHost
+from .listing import INLINE_MAX_BYTES, SHOWN_REFUSALS, Listing, RemoteFile, show_record, survey
+from .listing import TEXT_MAX_BYTES, list_outputs  # noqa: F401 - importable from here, where they used to live
+from .locks import Lock
+from .runs import write_atomic
 
 STATE = ".fetch-state.json"
+FETCH_LOCK = ".fetch.lock"
 RSYNC_MIN_BYTES = 32 << 20
 RSYNC_MIN_FILES = 64
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    output: str
-    root: str
-    relpath: str
-    size: int
-    mtime: str
 
 
 @dataclass(frozen=True)
@@ -69,103 +78,108 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-_LIST = r"""
-marker=$1; inline_max=$2; nreads=$3; shift 3
-b64() { base64 -w0 2>/dev/null || base64 | tr -d '\n'; }  # GNU, else BusyBox and BSD
-# files to read back whole, base64, in this same round trip (a run's log, its checkouts)
-while [ "$nreads" -gt 0 ]; do
-  printf 'RB:TEXT\t%s\t' "$1"; [ -r "$1" ] && b64 < "$1"; printf '\0'; shift; nreads=$((nreads - 1))
-done
-printf 'RB:RSYNC\t%s\0' "$(command -v rsync >/dev/null 2>&1 && echo yes || echo no)"
-while [ "$#" -ge 3 ]; do
-  name=$1; root=$2; pattern=$3; shift 3
-  ( cd "$root" 2>/dev/null || exit 0
-    if [ -n "$marker" ] && [ -e "$marker" ]; then set -- -newer "$marker"; else set --; fi
-    find . -type f -name "$pattern" "$@" -printf "$name\t%s\t%T@\t%P\0"
-    # small files come along inline: no second round trip for a run's few result files
-    if [ "$inline_max" -gt 0 ]; then
-      find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64 |
-        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t' "$name"; b64 < "$f"; printf '\t%s\0' "$f"; done
-    fi )
-done
-true
-"""
-INLINE_MAX_BYTES = 16 << 10  # files below this size (64 at most per output) travel inside the listing
-
-
-@dataclass
-class Listing:
-    """What one round trip to the host found: output files, texts read whole, small files' bytes."""
-
-    files: list[RemoteFile]
-    texts: dict[str, str | None]
-    inline: dict[tuple[str, str], bytes]
-    rsync: bool | None
-
-
-def _root(host: Host, spec: OutputSpec) -> str:
-    return spec.path if spec.path.startswith("/") else f"{host.workdir.rstrip('/')}/{spec.path}"
-
-
-def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None,
-           read: Sequence[str] = (), inline_max: int = 0) -> Listing:
-    """One round trip: every file of ``outputs`` on ``host`` (only those newer than ``newer_than``, if
-    given), the whole text of each remote path in ``read`` (``None`` if absent), and the bytes of
-    files smaller than ``inline_max``."""
-    args = [newer_than or "", str(int(inline_max)), str(len(read)), *read]
-    roots = {}
-    for name, spec in outputs.items():
-        roots[name] = _root(host, spec)
-        args += [name, roots[name], spec.glob or "*"]
-    found, texts, inline, rsync = [], {}, {}, None
-    for rec in host.run_script(_LIST, *args, retries=2).stdout.split("\0"):
-        if not rec:
-            continue
-        if rec.startswith("RB:TEXT\t"):
-            _, path, data = rec.split("\t", 2)
-            texts[path] = _unb64(data).decode(errors="replace") if data else None
-        elif rec.startswith("RB:DATA\t"):
-            _, name, data, rel = rec.split("\t", 3)  # the path last: it may hold a tab
-            inline[(name, str(PurePosixPath(rel)))] = _unb64(data)  # b"" if garbled: then sent the usual way
-        elif rec.startswith("RB:RSYNC\t"):
-            rsync = rec.endswith("yes")
-        else:
-            name, size, mtime, rel = rec.split("\t", 3)
-            found.append(RemoteFile(name, roots[name], str(PurePosixPath(rel)), int(size), mtime))
-    for path in read:
-        texts.setdefault(path, None)
-    return Listing(found, texts, inline, rsync)
-
-
-def _unb64(data: str) -> bytes:
-    try:
-        return base64.b64decode(data, validate=True)
-    except ValueError:  # binascii.Error: a reader failed half-way on the host
-        return b""
-
-
-def list_outputs(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None) -> list[RemoteFile]:
-    """Every file of ``outputs`` on ``host``, in one round trip (optionally only files newer than ``newer_than``)."""
-    return survey(host, outputs, newer_than=newer_than).files if outputs else []
-
-
 def _load_state(local_dir: Path) -> dict:
     try:
-        return json.loads((local_dir / "outputs" / STATE).read_text())
+        state = json.loads((local_dir / "outputs" / STATE).read_text())
     except (OSError, ValueError):
         return {}
+    return state if isinstance(state, dict) else {}
 
 
 def _save_state(local_dir: Path, state: dict) -> None:
-    path = local_dir / "outputs" / STATE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(STATE + ".tmp")
-        tmp.write_text(json.dumps(state, sort_keys=True))
-        os.replace(tmp, path)
+        write_atomic(local_dir / "outputs" / STATE, json.dumps(state, sort_keys=True))
     except OSError:
-        _drop(path.with_name(STATE + ".tmp"))  # the state only saves time; without it the next fetch
-        # compares checksums with the host (`_already_here`)
+        pass  # the state only saves time; without it the next fetch compares checksums with the host (`_already_here`)
+
+
+class _Refused(Exception):
+    """One file that will not be written, and why (collected, then reported together)."""
+
+
+class _Fetch:
+    """One fetch into one run directory: where each file goes, what was recorded, what was refused."""
+
+    def __init__(self, host: Host, local_dir: Path, listing: Listing):
+        self.host, self.local_dir, self.listing = host, local_dir, listing
+        self.state = _load_state(local_dir)
+        self.result: dict[str, FetchedFile] = {}
+        self.refused: list[tuple[str, str]] = []
+        self._bases: dict[str, Path] = {}
+        self._parents: dict[Path, bool] = {}
+
+    def refuse(self, rf: RemoteFile, why: str) -> None:
+        self.listing.refused_count += 1
+        if len(self.refused) + len(self.listing.refused) < 10 * SHOWN_REFUSALS:
+            self.refused.append((show_record(f"{rf.output}/{rf.relpath}"), why))
+
+    def dest(self, rf: RemoteFile) -> Path:
+        """Where ``rf`` goes; `_Refused` if that is not inside the output's directory of the run."""
+        base = self._bases.get(rf.output)
+        if base is None:
+            base = self._bases[rf.output] = (self.local_dir / "outputs" / rf.output).resolve()
+        dest = self.local_dir / "outputs" / rf.output / rf.relpath
+        parent = dest.parent
+        inside = self._parents.get(parent)
+        if inside is None:
+            real = parent.resolve()  # a link already on the local disk must not lead out either
+            inside = self._parents[parent] = real == base or base in real.parents
+        if not inside:
+            raise _Refused("its local path leads outside the run's directory (through a link on the local disk, "
+                           "which reprobook never made)")
+        if dest.is_symlink():
+            raise _Refused("its local path is a symbolic link (reprobook never writes through one)")
+        return dest
+
+    def record(self, rf: RemoteFile, sha: str, transferred: bool = True) -> None:
+        rel = f"outputs/{rf.output}/{rf.relpath}"
+        self.state[rel] = {"size": rf.size, "mtime": rf.mtime, "sha256": sha,
+                           "local_mtime_ns": (self.local_dir / rel).stat().st_mtime_ns}
+        self.result[rel] = FetchedFile(rf.output, rel, rf.size, sha, transferred=transferred)
+
+
+def _admit(job: _Fetch) -> tuple[list[RemoteFile], list[str]]:
+    """The listed files that may be written, in order (and their keys); the others are refused."""
+    seen: set[tuple[str, str]] = set()
+    dirs: set[tuple[str, str]] = set()
+    files: list[RemoteFile] = []
+    for rf in job.listing.files:
+        key = (rf.output, rf.relpath)
+        if key in seen:
+            job.refuse(rf, "listed twice")
+            continue
+        seen.add(key)
+        parts = rf.relpath.split("/")
+        for i in range(1, len(parts)):
+            dirs.add((rf.output, "/".join(parts[:i])))
+        files.append(rf)
+    admitted = []
+    for rf in files:
+        if (rf.output, rf.relpath) in dirs:
+            job.refuse(rf, "listed as a file and as a directory")
+            continue
+        try:
+            job.dest(rf)
+        except _Refused as why:
+            job.refuse(rf, str(why))
+            continue
+        admitted.append(rf)
+    for (name, rel) in job.listing.inline:
+        if (name, rel) not in seen:
+            job.listing.refuse(f"{name}/{rel}", "inline bytes for a file the listing does not name")
+    return admitted, [f"outputs/{rf.output}/{rf.relpath}" for rf in admitted]
+
+
+def _outputs_dir(local_dir: Path) -> Path:
+    d = local_dir / "outputs"
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:
+        exc = OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        raise _disk_error(exc, d) from None
+    except OSError as exc:
+        raise (_disk_error(exc, d) or exc) from None
+    return d
 
 
 def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, newer_than: str | None = None,
@@ -179,74 +193,93 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
 
     Raises
     ------
+    OutputsRefused
+        The host sent something that cannot be trusted (a path leaving the
+        run directory, an output never asked for, a size that does not match
+        what arrived, a link, a malformed record). Every proper file was
+        saved and recorded first; they are in the exception's ``fetched``.
     OutputError
-        The local disk refused a file (full, read-only) or a file arrived
-        corrupt. Files fetched before the error stay in place.
+        The local disk refused a file (full, read-only). Files fetched before
+        the error stay in place.
     TestbedError
         The connection broke off; fetching again resumes.
     """
     local_dir = Path(local_dir)
-    if listing is None:
-        listing = survey(host, outputs, newer_than=newer_than, inline_max=INLINE_MAX_BYTES if method == "auto" else 0)
-    if listing.rsync is not None and isinstance(host, SshHost):
-        host._rsync_remote = listing.rsync
-    files = listing.files
-    state = _load_state(local_dir)
-    result: dict[str, FetchedFile] = {}
-    todo: list[RemoteFile] = []
-    for rf in files:
-        rel = Path("outputs", rf.output, rf.relpath).as_posix()
-        st, dest = state.get(rel), local_dir / rel
-        if st and st["size"] == rf.size and st["mtime"] == rf.mtime and dest.is_file():
-            ls = dest.stat()
-            if ls.st_size == rf.size and ls.st_mtime_ns == st["local_mtime_ns"]:
-                result[rel] = FetchedFile(rf.output, rel, rf.size, st["sha256"], transferred=False)
-                continue
-        todo.append(rf)
-    if todo:
-        try:
-            if listing.inline:
-                todo = _from_listing(listing, todo, local_dir, state, result)
-            if todo:
-                todo = _already_here(host, todo, local_dir, state, result)
-            if todo:
-                if method == "auto":
-                    # a few files ride the open SSH connection; bulk goes to rsync, whose own
-                    # connection costs a handshake but which moves data at OpenSSH's speed
-                    bulk = sum(rf.size for rf in todo) >= RSYNC_MIN_BYTES or len(todo) >= RSYNC_MIN_FILES
-                    method = "rsync" if bulk and _rsync_usable(host) else "sftp"
-                if method == "rsync":
-                    _via_rsync(host, todo, local_dir, state, result)
-                else:
-                    _one_by_one(host, todo, local_dir, state, result)
-        finally:
-            _save_state(local_dir, state)
-    order = [Path("outputs", rf.output, rf.relpath).as_posix() for rf in files]
-    return [result[r] for r in order]
+    outdir = _outputs_dir(local_dir)
+    lock = Lock(outdir / FETCH_LOCK, f"the fetch into {local_dir}")
+    with lock.acquire():
+        if listing is None:
+            listing = survey(host, outputs, newer_than=newer_than,
+                             inline_max=INLINE_MAX_BYTES if method == "auto" else 0)
+        if listing.rsync is not None and isinstance(host, SshHost):
+            host._rsync_remote = listing.rsync
+        job = _Fetch(host, local_dir, listing)
+        files, order = _admit(job)
+        todo: list[RemoteFile] = []
+        for rf, rel in zip(files, order):
+            st, dest = job.state.get(rel), local_dir / rel
+            if isinstance(st, dict) and st.get("size") == rf.size and st.get("mtime") == rf.mtime and dest.is_file():
+                ls = dest.stat()
+                if ls.st_size == rf.size and ls.st_mtime_ns == st.get("local_mtime_ns"):
+                    job.result[rel] = FetchedFile(rf.output, rel, rf.size, st["sha256"], transferred=False)
+                    continue
+            todo.append(rf)
+        if todo:
+            try:
+                if listing.inline:
+                    todo = _from_listing(job, todo)
+                if todo:
+                    todo = _already_here(job, todo)
+                if todo:
+                    if method == "auto":
+                        # a few files ride the open SSH connection; bulk goes to rsync, whose own
+                        # connection costs a handshake but which moves data at OpenSSH's speed
+                        bulk = sum(rf.size for rf in todo) >= RSYNC_MIN_BYTES or len(todo) >= RSYNC_MIN_FILES
+                        method = "rsync" if bulk and _rsync_usable(host) else "sftp"
+                    if method == "rsync":
+                        _via_rsync(job, todo, lock)
+                    else:
+                        _one_by_one(job, todo)
+            finally:
+                _save_state(local_dir, job.state)
+        fetched = [job.result[r] for r in order if r in job.result]
+        if listing.refused_count:
+            raise _refusal(job, fetched)
+        return fetched
+
+
+def _refusal(job: _Fetch, fetched: list[FetchedFile]) -> OutputsRefused:
+    records = job.listing.refused + job.refused
+    total = job.listing.refused_count
+    shown = "\n".join(f"  - {rec}: {why}" for rec, why in records[:SHOWN_REFUSALS])
+    if total > SHOWN_REFUSALS:
+        shown += f"\n  - ... and {total - SHOWN_REFUSALS} more"
+    return OutputsRefused(
+        f"sent {total} record(s) that reprobook refused; the {len(fetched)} file(s) it listed properly are saved "
+        f"and recorded, and nothing was written outside the run directory.\n{shown}\n"
+        f"A host that sends these is misconfigured or compromised (or, for a size that changed, was still "
+        f"writing the file): check it before trusting its numbers, then fetch again.",
+        file=job.local_dir / "outputs", host=job.host.name, records=records, fetched=fetched)
 
 
 def _local(local_dir: Path, rf: RemoteFile) -> Path:
-    """Where ``rf`` goes in the run directory."""
+    """Where ``rf`` goes in the run directory (its path was checked when the listing was read)."""
     return local_dir / "outputs" / rf.output / rf.relpath
 
 
-def _record(local_dir: Path, rf: RemoteFile, sha: str, state: dict, result: dict, transferred: bool = True) -> None:
-    rel = Path("outputs", rf.output, rf.relpath).as_posix()
-    state[rel] = {"size": rf.size, "mtime": rf.mtime, "sha256": sha,
-                  "local_mtime_ns": (local_dir / rel).stat().st_mtime_ns}
-    result[rel] = FetchedFile(rf.output, rel, rf.size, sha, transferred=transferred)
-
-
-def _from_listing(listing: Listing, todo: list[RemoteFile], local_dir: Path, state: dict,
-                  result: dict) -> list[RemoteFile]:
+def _from_listing(job: _Fetch, todo: list[RemoteFile]) -> list[RemoteFile]:
     """Write the files whose bytes came inside the listing; return the rest."""
     rest = []
     for rf in todo:
-        data = listing.inline.get((rf.output, rf.relpath))
+        data = job.listing.inline.get((rf.output, rf.relpath))
         if data is None or len(data) != rf.size:  # not sent, or changed between listing and reading
             rest.append(rf)
             continue
-        dest = _local(local_dir, rf)
+        try:
+            dest = job.dest(rf)
+        except _Refused as why:
+            job.refuse(rf, str(why))
+            continue
         part = dest.with_name(dest.name + ".part")
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -254,8 +287,11 @@ def _from_listing(listing: Listing, todo: list[RemoteFile], local_dir: Path, sta
             os.replace(part, dest)
         except OSError as exc:
             _drop(part)
+            if _name_error(exc):
+                job.refuse(rf, f"cannot be a local file name ({os.strerror(exc.errno)})")
+                continue
             raise (_disk_error(exc, dest) or exc) from None
-        _record(local_dir, rf, hashlib.sha256(data).hexdigest(), state, result)
+        job.record(rf, hashlib.sha256(data).hexdigest())
     return rest
 
 
@@ -264,34 +300,38 @@ command -v sha256sum >/dev/null || exit 0
 for f in "$@"; do [ -f "$f" ] && sha256sum -- "$f"; done
 true
 """
+_SUM_LINE = re.compile(r"([0-9a-f]{64})  (.*)")
 
 
-def _already_here(host: Host, todo: list[RemoteFile], local_dir: Path, state: dict,
-                  result: dict) -> list[RemoteFile]:
+def _already_here(job: _Fetch, todo: list[RemoteFile]) -> list[RemoteFile]:
     """Files a previous fetch brought but could not record (its state was lost, e.g. on a full disk).
 
     A local file of the listed size is kept, without transferring it, if its
     sha256 equals the host's (one round trip for all candidates). Returns what
-    still has to be transferred.
+    still has to be transferred. The host's answer is only believed for the
+    paths asked about; the sha256 recorded is always the local file's own.
     """
-    candidates = [rf for rf in todo if (p := _local(local_dir, rf)).is_file() and p.stat().st_size == rf.size]
+    candidates = [rf for rf in todo if (p := _local(job.local_dir, rf)).is_file() and not p.is_symlink()
+                  and p.stat().st_size == rf.size]
     if not candidates:
         return todo
     paths = [f"{rf.root}/{rf.relpath}" for rf in candidates]
     try:
-        out = host.run_script(_SUMS, *paths, retries=1).stdout
+        out = job.host.run_script(_SUMS, *paths, retries=1, step="comparing checksums").stdout
     except TestbedError:
         return todo
+    asked = set(paths)
     remote = {}
     for line in out.splitlines():
-        digest, _, path = line.partition("  ")
-        remote[path] = digest
+        m = _SUM_LINE.fullmatch(line)
+        if m and m.group(2) in asked:
+            remote[m.group(2)] = m.group(1)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        local = list(pool.map(lambda rf: sha256_file(_local(local_dir, rf)), candidates))
+        local = list(pool.map(lambda rf: sha256_file(_local(job.local_dir, rf)), candidates))
     same = {id(rf) for rf, path, sha in zip(candidates, paths, local) if remote.get(path) == sha}
     for rf, sha in zip(candidates, local):
         if id(rf) in same:
-            _record(local_dir, rf, sha, state, result, transferred=False)
+            job.record(rf, sha, transferred=False)
     return [rf for rf in todo if id(rf) not in same]
 
 
@@ -304,33 +344,55 @@ def _disk_error(exc: OSError, dest: Path) -> OutputError | None:
     return None
 
 
+def _name_error(exc: OSError) -> bool:
+    """An error that comes from the file's name (sent by the host), not from the disk."""
+    return exc.errno in (errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL)
+
+
 # --------------------------------------------------------------------------- one by one (SFTP or local copy)
 
-def _one_by_one(host: Host, todo: list[RemoteFile], local_dir: Path, state: dict, result: dict) -> None:
+def _one_by_one(job: _Fetch, todo: list[RemoteFile]) -> None:
+    host = job.host
     for rf in todo:
-        dest = _local(local_dir, rf)
+        try:
+            dest = job.dest(rf)
+        except _Refused as why:
+            job.refuse(rf, str(why))
+            continue
         part = dest.with_name(dest.name + ".part")
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
             host.get(f"{rf.root}/{rf.relpath}", part)
+        except FileNotFoundError:  # the host listed a file it does not have (or no longer has)
+            _drop(part)
+            job.refuse(rf, "listed, but the host has no such file (any more)")
+            continue
         except OSError as exc:
             _drop(part)
             err = _disk_error(exc, dest)
             if err:
                 raise err from None
+            if _name_error(exc):
+                job.refuse(rf, f"cannot be a local file name ({os.strerror(exc.errno)})")
+                continue
             raise TestbedError(f"transfer of {rf.relpath} broke off ({exc}); fetch again to resume",
                                host=host.name) from None
         except (EOFError, TestbedError) as exc:
             _drop(part)
             raise TestbedError(f"transfer of {rf.relpath} broke off ({exc}); fetch again to resume",
                                host=host.name) from None
+        if part.is_symlink() or not part.is_file():
+            _drop(part)
+            job.refuse(rf, "did not arrive as a regular file")
+            continue
         size = part.stat().st_size
         if size != rf.size:  # SSH protects the bytes in transit; a size change means the file changed meanwhile
             _drop(part)
-            raise OutputError(f"the file changed on the host while it was fetched ({rf.size} bytes listed, "
-                              f"{size} arrived); fetch again once the run has finished writing it.", file=dest)
+            job.refuse(rf, f"{rf.size} bytes listed but {size} arrived: the file changed on the host while it was "
+                           f"fetched, or the listing lied")
+            continue
         os.replace(part, dest)
-        _record(local_dir, rf, sha256_file(dest), state, result)
+        job.record(rf, sha256_file(dest))
 
 
 def _drop(path: Path) -> None:
@@ -364,7 +426,17 @@ def _ssh_command(host: SshHost) -> tuple[str, str]:
     return " ".join(shlex.quote(a) for a in argv), (f"{user}@{target}" if user else target)
 
 
-def _via_rsync(host: SshHost, todo: list[RemoteFile], local_dir: Path, state: dict, result: dict) -> None:
+_RSYNC_ESCAPE = re.compile(rb"\\#([0-7]{3})")
+_RSYNC_SKIPPED = re.compile(r'skipping non-regular file "(.*)"')
+
+
+def _rsync_name(line: bytes) -> str:
+    """A name as rsync prints it (``%n``: unprintable bytes as ``\\#ooo``), back to the name itself."""
+    return _RSYNC_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), line.rstrip(b"\n")).decode(errors="replace")
+
+
+def _via_rsync(job: _Fetch, todo: list[RemoteFile], lock: Lock) -> None:
+    host, local_dir = job.host, job.local_dir
     ssh, target = _ssh_command(host)
     groups: dict[tuple[str, str], list[RemoteFile]] = {}
     for rf in todo:
@@ -376,23 +448,46 @@ def _via_rsync(host: SshHost, todo: list[RemoteFile], local_dir: Path, state: di
                 dest.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise (_disk_error(exc, dest) or exc) from None
-            by_rel = {rf.relpath: rf for rf in group}
-            cmd = ["rsync", "--archive", "--no-owner", "--no-group", "--whole-file", "--ignore-times",
-                   "--partial-dir=.rsync-partial",
+            by_rel = {rf.relpath: rf for rf in group}  # each path checked when the listing was read
+            # no links made locally, no devices, no owners; arguments passed by the protocol, not a
+            # remote shell; only the listed (checked) paths; the run directory's owner-only modes
+            cmd = ["rsync", "--recursive", "--times", "--no-links", "--no-devices", "--no-specials", "--no-owner",
+                   "--no-group", "--perms", "--chmod=D700,F600", "--protect-args", "--whole-file", "--ignore-times",
+                   "--partial-dir=.rsync-partial", "--timeout=120",
                    "--from0", "--files-from=-", "--out-format=%n", "-e", ssh,
-                   f"{target}:{shlex.quote(root.rstrip('/') + '/')}", str(dest) + "/"]
+                   f"{target}:{root.rstrip('/')}/", str(dest) + "/"]
+            # rsync holds the fetch lock too: killed, this process leaves no rsync writing beside the next fetch
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
-            proc.stdin.write("\0".join(by_rel) + "\0")
+                                    pass_fds=(lock.fd,) if lock.fd is not None else ())
+            proc.stdin.write(b"\0".join(rel.encode() for rel in by_rel) + b"\0")
             proc.stdin.close()
             # rsync names each file once it has it; the rename into place may lag, so hash after it exits
-            arrived = [by_rel[rel] for rel in (line.rstrip("\n") for line in proc.stdout) if rel in by_rel]
-            err = proc.stderr.read()
+            arrived, skipped = [], []
+            for line in proc.stdout:
+                name = _rsync_name(line)
+                if name in by_rel:
+                    arrived.append(by_rel[name])
+                elif (m := _RSYNC_SKIPPED.search(name)) and m.group(1) in by_rel:
+                    skipped.append(by_rel[m.group(1)])
+            err = proc.stderr.read().decode(errors="replace")[-20000:]
             rc = proc.wait()
-            pending = [(rf, hasher.submit(sha256_file, dest / rf.relpath)) for rf in arrived
-                       if (dest / rf.relpath).is_file()]
+            for rf in skipped:
+                job.refuse(rf, "not a regular file on the host (a link?): skipped, never created locally")
+            pending = []
+            for rf in arrived:
+                p = dest / rf.relpath
+                if p.is_symlink() or not p.is_file():
+                    job.refuse(rf, "did not arrive as a regular file")
+                    continue
+                size = p.stat().st_size
+                if size != rf.size:
+                    job.refuse(rf, f"{rf.size} bytes listed but {size} arrived: the file changed on the host while "
+                                   f"it was fetched, or the listing lied")
+                    _drop(p)  # not recorded, and not mistaken for a good copy by the next fetch
+                    continue
+                pending.append((rf, hasher.submit(sha256_file, p)))
             for rf, fut in pending:
-                _record(local_dir, rf, fut.result(), state, result)
+                job.record(rf, fut.result())
             if rc != 0:
                 disk = [line for line in err.splitlines()
                         if "No space left" in line or "Permission denied (13)" in line
@@ -404,7 +499,8 @@ def _via_rsync(host: SshHost, todo: list[RemoteFile], local_dir: Path, state: di
                 raise TestbedError(f"rsync stopped with exit code {rc} after {len(pending)} of {len(group)} file(s) "
                                    f"({(err.strip().splitlines() or ['no message'])[-1]}); fetch again to resume",
                                    host=host.name)
-            missing = [r for r in by_rel if Path("outputs", output, r).as_posix() not in result]
+            done = {id(rf) for rf in arrived} | {id(rf) for rf in skipped}
+            missing = [rf.relpath for rf in group if id(rf) not in done]
             if missing:
                 raise TestbedError(f"rsync did not bring {len(missing)} file(s), e.g. {missing[0]}; fetch again",
                                    host=host.name)

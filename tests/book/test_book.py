@@ -46,6 +46,15 @@ SUMMARY = [
     ("Aardvark", "Vector-commitment", "holds", "reference"),
     ("Aardvark", "Validator", "holds", "reference"),
     ("Aardvark", "Archive", "holds", "reference"),
+    ("Ozz", "OEMU's overhead on LMBench", "not run", "none"),
+    ("Pesto", "TPCC, Auctionmark and Seats", "not run", "none"),
+    ("Pesto", "The authors' sample runs", "holds", "reference"),
+    ("Pesto", "Sharding TPCC", "not run", "none"),
+    ("Pesto", "Point reads, scans", "not run", "none"),
+    ("Pesto", "Stress-testing range reads", "not run", "none"),
+    ("Pesto", "A failed replica", "not run", "none"),
+    ("Pesto", "Basil: throughput per correct client", "not run", "none"),
+    ("Pesto", "Basil: cryptography", "not run", "none"),
     ("Verus", "Millibenchmarks", "not run", "none"),
     ("Verus", "Macrobenchmark", "holds", "reference"),
     ("Verus", "Page-table", "not run", "none"),
@@ -98,6 +107,23 @@ def test_verus_pages_show_published_sources_and_honest_not_run(site):
         page.goto(site + "book/verus/index.html")
         text = page_report(page)["text"]
         assert "camera-ready" in text and "NUMA" in text
+
+
+@pytest.mark.browser
+def test_ozz_pages_show_the_guides_example_the_plan_and_an_honest_not_run(site):
+    with browser() as b:
+        page = b.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(site + "notebooks/ozz/lmbench-overhead.html")
+        report = page_report(page)
+        text = report["text"]
+        assert "Verdict: not run" in text and "ship no outputs" in text
+        assert "Step 9: the example make see output, not the paper" in text and "not transcribed" in text
+        assert "must not be published as LMBench results" in text  # the licence condition
+        assert "lmbench-answers.txt" in text and "enable_kssb" in text and "run_qemu.sh" in text  # the plan
+        assert [i for i in report["images"] if "_images/" in i["src"] and i["naturalWidth"] > 300]
+        page.goto(site + "book/ozz/index.html")
+        text = page_report(page)["text"]
+        assert "licence" in text and "480e035" in text and "12 hours" in text
 
 
 @pytest.mark.browser
@@ -202,3 +228,14 @@ def test_new_run_re_executes_only_its_page_and_the_summary(site, mirror, tmp_pat
         archive = next(r for r in rows if r[1].startswith("Archive"))
         # deletions at ~6.2/s per core are a factor 1.6 below 10: the claim fails on this run, honestly
         assert archive[2] == "fails" and archive[4] == "recorded-by-test"
+
+
+@pytest.mark.browser
+def test_summary_reads_the_verdicts_the_claim_pages_computed(site):
+    """The summary page shows the claim pages' own verdicts, recorded as they executed in the same build."""
+    with browser() as b:
+        page = b.new_page()
+        page.goto(site + "book/summary.html")
+        text = page_report(page)["text"]
+    assert "verdicts are the ones the claim pages computed in this build" in text
+    assert "none was computed a second time here" in text

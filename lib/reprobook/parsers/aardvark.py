@@ -10,16 +10,21 @@ Aardvark's: the row names, the op letters and the file-name conventions.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import statistics
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, OutputError
 from .gotest import parse_go_duration, timings
 from .text import MAX_COUNT as _MAX_COUNT
-from .text import parse_count, parse_number, parse_numbers, read_lines, records
+from .text import (LineIndex, parse_count, parse_number, parse_number_list, read_bytes,
+                   read_lines, records)
 
 __all__ = ["VALIDATOR_OPS_PER_TRIAL", "ARCHIVE_OPS_PER_TRIAL", "parse_go_duration",
            "read_trials_csv", "read_go_test_times", "read_edrax", "read_veccom", "read_table1",
@@ -31,6 +36,8 @@ ARCHIVE_OPS_PER_TRIAL = 10_000
 """Operations in one archive trial."""
 
 _OPS = {"m": "modify", "c": "create", "d": "delete"}
+_OP_CODES = np.full(256, -1, dtype="int64")
+_OP_CODES[[ord(letter) for letter in _OPS]] = range(len(_OPS))
 _TRIAL_COLUMNS = ["role", "op", "cores", "trial", "seconds"]
 _LATENCY_COLUMNS = ["system", "op", "iteration", "latency_us"]
 _EDRAX_ROWS = ("verify", "commit_update", "proof_update", "100micros", "errs")
@@ -57,6 +64,9 @@ def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
         (op, cores), in file order), ``seconds`` (float); ``attrs["source"]``.
     """
     _check_role(role)
+    fast = _trials_on_the_frame(path, role)
+    if fast is not None:
+        return fast
     path, lines = read_lines(path)
     rows = []
     for no, text in records(lines):
@@ -69,6 +79,57 @@ def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
                      parse_count(cores, file=path, line=no, field="cores"),
                      parse_number(seconds, file=path, line=no, field="seconds", positive=True)))
     return _trials_frame(rows, path)
+
+
+def _trials_on_the_frame(path: str | Path, role: str) -> pd.DataFrame | None:
+    """:func:`read_trials_csv` by pandas' C reader, checked on the frame; None if anything is off.
+
+    The op letters are read straight from the bytes (each row starts with one and a comma),
+    the numbers by the C reader. Anything else (blanks, quotes, signs, a longer first field,
+    a value that does not convert) and the file is read again row by row, which names the
+    line and field at fault.
+    """
+    try:
+        path, data = read_bytes(path)
+    except OutputError:
+        return None
+    if any(mark in data for mark in (b'"', b"+", b" ", b"\t")) or data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    index = LineIndex(data)
+    if (index.blank & (index.ends > index.starts)).any():
+        return None
+    lines = index.numbers()
+    starts = index.starts[lines - 1]
+    arr = index.array
+    if (starts + 1 >= len(arr)).any() or not (arr[starts + 1] == ord(",")).all():
+        return None
+    codes = _OP_CODES[arr[starts]]
+    if (codes < 0).any() or data.count(b",") != 2 * len(lines):  # with the C reader's checks: three fields a row
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # a row of more than three fields
+            warnings.simplefilter("ignore", RuntimeWarning)  # a value that does not cast: checked below
+            frame = pd.read_csv(io.BytesIO(data), header=None, names=[0, 1, 2], usecols=[1, 2], index_col=False,
+                                dtype={1: "int64", 2: "float64"}, na_filter=False, skip_blank_lines=True,
+                                engine="c", quoting=csv.QUOTE_NONE)
+    except (ValueError, OverflowError, pd.errors.ParserError, pd.errors.ParserWarning):
+        return None
+    cores, seconds = frame[1].to_numpy(), frame[2].to_numpy()
+    if len(frame) != len(lines) or not (((cores >= 1) & (cores < _MAX_COUNT)).all()
+                                        and (seconds > 0).all() and np.isfinite(seconds).all()):
+        return None
+    n = len(frame)
+    key = codes * (int(cores.max()) + 1) + cores  # (op, cores): the trial counter's group
+    trial = np.empty(n, dtype="int64")
+    for group in np.flatnonzero(np.bincount(key)):  # a few groups: op letters times core counts
+        rows = np.flatnonzero(key == group)
+        trial[rows] = np.arange(1, len(rows) + 1)
+    out = pd.DataFrame({"role": pd.Series(role, index=pd.RangeIndex(n), dtype="str"),
+                        "op": pd.Categorical.from_codes(codes, list(_OPS.values())).astype("str"),
+                        "cores": cores, "trial": trial, "seconds": seconds})
+    out.attrs["source"] = str(path)
+    return out
 
 
 def read_go_test_times(path: str | Path, *, role: str | None = None,
@@ -146,14 +207,16 @@ def read_edrax(path: str | Path) -> pd.DataFrame:
         if name in rows:
             raise OutputError(f"second {name!r} row (the first is on line {where[name]})",
                               file=path, line=no, field=name)
-        values = [value.strip() for value in rest.split(",")]
+        values = rest.split(",")
+        if " " in rest or "\t" in rest:
+            values = [value.strip() for value in values]
         if values[-1] == "":
             values.pop()  # the trailing comma
         if name == "errs" and len(values) != 1:
             raise OutputError(f"expected 'errs,N', found {len(values)} values",
                               file=path, line=no, field=name)
         rows[name] = ([parse_count(values[0], file=path, line=no, field=name, minimum=0)]
-                      if name == "errs" else parse_numbers(values, file=path, line=no, field=name))
+                      if name == "errs" else parse_number_list(values, file=path, line=no, field=name))
         where[name] = no
     _require_rows([name for name in _EDRAX_ROWS if name not in rows], path)
     ops = _EDRAX_ROWS[:3]
@@ -199,16 +262,35 @@ def read_veccom(path: str | Path) -> pd.DataFrame:
             raise OutputError(f"second {name!r} row", file=path, line=no, field=name)
         if not (rest.startswith("[") and rest.endswith("]")):
             raise OutputError("expected a list '[v1, v2, ...]'", file=path, line=no, field=name)
+        values = _json_numbers(rest)  # the list as JSON, by the C scanner; None: item by item below
+        if values is not None and len(values) == iters:
+            found[key] = values
+            continue
         items = [item.strip() for item in rest[1:-1].split(",")] if rest[1:-1].strip() else []
         if len(items) != iters:
             raise OutputError(f"{len(items)} values, but the first line says iters,{iters}",
                               file=path, line=no, field=name)
-        found[key] = parse_numbers(items, file=path, line=no, field=name)
+        found[key] = parse_number_list(items, file=path, line=no, field=name)
     _require_rows([f"bench_{scheme}_{op}" for scheme, system in _VECCOM_SYSTEMS.items()
                    for op in _VECCOM_OPS if (system, op) not in found], path)
     frame = _latency_frame([(system, op, values) for (system, op), values in found.items()])
     frame.attrs.update(source=str(path), iters=iters)
     return frame
+
+
+def _json_numbers(text: str):
+    """A ``[v1, v2, ...]`` list read as JSON, if every item is a finite non-negative number; else None."""
+    import json
+    if not text.startswith("[") or '"' in text or "true" in text or "false" in text:
+        return None  # strings or booleans, which numpy would turn into numbers: item by item
+    try:
+        items = json.loads(text)
+        values = np.array(items, dtype=float)  # null, NaN and Infinity become NaN or inf: refused below
+    except (ValueError, TypeError):
+        return None  # items JSON does not take (``+5``, ``.5``, ``05``), or not numbers: item by item
+    if values.ndim != 1 or not np.isfinite(values).all() or (values < 0).any():
+        return None
+    return values
 
 
 def read_table1(edrax_path: str | Path, veccom_path: str | Path) -> pd.DataFrame:
@@ -318,12 +400,20 @@ def _trials_frame(rows: list[tuple], path: Path) -> pd.DataFrame:
 
 
 def _latency_frame(rows: list[tuple[str, str, list[float]]]) -> pd.DataFrame:
+    counts = [len(values) for *_, values in rows]
+
+    def column(names: list[str]):  # a few names, each over a long run of rows
+        unique = list(dict.fromkeys(names))
+        codes = np.repeat(np.array([unique.index(n) for n in names], dtype="int64"), counts)
+        return pd.Categorical.from_codes(codes, unique).astype("str")
     return pd.DataFrame({
-        "system": [system for system, _, values in rows for _ in values],
-        "op": [op for _, op, values in rows for _ in values],
-        "iteration": [i for *_, values in rows for i in range(1, len(values) + 1)],
-        "latency_us": [value for *_, values in rows for value in values],
-    }).astype({"iteration": "int64", "latency_us": "float64"})
+        "system": column([system for system, _, _ in rows]),
+        "op": column([op for _, op, _ in rows]),
+        "iteration": np.concatenate([np.arange(1, n + 1, dtype="int64") for n in counts]) if rows
+        else np.zeros(0, dtype="int64"),
+        "latency_us": np.concatenate([np.asarray(values, dtype="float64") for *_, values in rows]) if rows
+        else np.zeros(0, dtype="float64"),
+    })
 
 
 def _require_rows(missing: list[str], path: Path) -> None:

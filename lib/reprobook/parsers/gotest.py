@@ -85,12 +85,17 @@ def timings(lines: list[str], *, file: str | Path, label: str = LABEL) -> list[T
     """
     pattern = re.compile(_TIMING.format(label=label))
     found = []
+    seconds: dict[str, float] = {}  # a log repeats its durations: each is converted once
     for no, line in enumerate(lines, start=1):
+        if "time:" not in line:  # most lines of a log: no regular expression for them
+            continue
         match = pattern.fullmatch(line)
         if match:
             label_text = " ".join(match.group("label").split())
-            found.append(Timing(no, label_text,
-                                parse_go_duration(match.group("duration"), file=file, line=no)))
+            duration = match.group("duration")
+            if duration not in seconds:
+                seconds[duration] = parse_go_duration(duration, file=file, line=no)
+            found.append(Timing(no, label_text, seconds[duration]))
     return found
 
 

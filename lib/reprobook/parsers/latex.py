@@ -37,6 +37,9 @@ _DROP = {r"\color": 1, r"\hspace": 1, r"\vspace": 1, r"\phantom": 1, r"\label": 
 _RULE = re.compile(r"\s*\\(?:hline|toprule|midrule|bottomrule|addlinespace|cline|cmidrule)"
                    r"\b(?:\([^)]*\))?(?:\[[^\]]*\])?(?:\{[^{}]*\})?")
 _BEGIN = re.compile(r"\\begin\s*\{(tabular\*?|tabularx)\}")
+_LEAD = re.compile(rf"(?:{_RULE.pattern})*\s*")
+_MULTICOLUMN = re.compile(r"\s*\\multicolumn\s*\{\s*([0-9]+)\s*\}")
+_MACRO = re.compile(r"\\([A-Za-z@]+\*?|.?)")
 _NEWCOMMAND = re.compile(r"\\(?:re)?newcommand\*?\s*\{?(\\[A-Za-z@]+)\}?\s*\{")
 
 
@@ -79,14 +82,14 @@ def tabular_rows(source: str, *, file: str | Path, first_line: int = 1, index: i
     width = _spec_width(spec)
     rows = []
     for offset, chunk in _split(source[start:end], r"\\", file, where):
-        lead = re.match(rf"(?:{_RULE.pattern})*\s*", chunk)
+        lead = _LEAD.match(chunk)
         body = chunk[lead.end():]
         if not body.strip():
             continue
         line = line_of(start + offset + lead.end())
         cells = []
         for _, cell in _split(body, "&", file, line):
-            span = re.match(r"\s*\\multicolumn\s*\{\s*([0-9]+)\s*\}", cell)
+            span = _MULTICOLUMN.match(cell) if "multicolumn" in cell else None
             cells.append(clean(cell, expansions))
             cells.extend([""] * (int(span.group(1)) - 1 if span else 0))
         if width and len(cells) > width:
@@ -128,19 +131,31 @@ def tabular_frame(rows: list[tuple[int, list[str]]], *, file: str | Path,
 
 def clean(cell: str, macros: Mapping[str, str] | None = None) -> str:
     r"""A cell's text without markup: ``\textbf{4.6}\,s`` -> ``4.6 s``."""
-    return re.sub(r"\s+", " ", _expand(cell, dict(macros or {}), 0)).strip()
+    if not _SPECIAL.search(cell):  # plain text: only its blanks to tidy
+        return " ".join(cell.split())
+    return " ".join(_expand(cell, dict(macros or {}), 0).split())
+
+
+_SPECIAL = re.compile(r"[\\~{}$]")
 
 
 def _expand(source: str, macros: dict, depth: int) -> str:
     out, i = [], 0
     while i < len(source):
+        special = _SPECIAL.search(source, i)
+        if special is None:  # plain text to the end: copied whole
+            out.append(source[i:])
+            break
+        if special.start() > i:
+            out.append(source[i:special.start()])
+        i = special.start()
         char = source[i]
         if char != "\\":
-            out.append(" " if char == "~" else "" if char in "{}$" else char)
+            out.append(" " if char == "~" else "")
             i += 1
             continue
-        match = re.match(r"\\([A-Za-z@]+\*?|.?)", source[i:])
-        name, i = "\\" + match.group(1).rstrip("*"), i + match.end()
+        match = _MACRO.match(source, i)
+        name, i = "\\" + match.group(1).rstrip("*"), match.end()
         if not match.group(1)[:1].isalpha():
             out.append(" " if match.group(1) in (",", ";", ":", " ", "", "\\") else match.group(1))
         elif name in SYMBOLS:
@@ -194,23 +209,32 @@ def _braced(source: str, i: int, file, line) -> tuple[str, int]:
     raise OutputError("unbalanced braces: a { is never closed", file=file, line=line)
 
 
+_SPLIT = {r"\\": re.compile(r"\\.|[{}]", re.DOTALL), "&": re.compile(r"\\.|[{}&]", re.DOTALL)}
+_OPTIONAL_SPACING = re.compile(r"\s*\[[^\]]*\]")
+
+
 def _split(source: str, separator: str, file, line) -> list[tuple[int, str]]:
+    # jumps from one brace, escape or separator to the next (the text between them is copied whole)
+    marks = _SPLIT[separator]
     parts, depth, start, i = [], 0, 0, 0
-    while i < len(source):
-        if source.startswith(separator, i) and depth == 0:
-            parts.append((start, source[start:i]))
-            i = start = i + len(separator)
+    while True:
+        found = marks.search(source, i)
+        if not found:
+            break
+        token, at = found.group(), found.start()
+        i = found.end()
+        if token == separator and depth == 0:
+            parts.append((start, source[start:at]))
+            start = i
             if separator == r"\\":  # an optional spacing argument: \\[2pt]
-                skip = re.match(r"\s*\[[^\]]*\]", source[i:])
-                i = start = i + (skip.end() if skip else 0)
-            continue
-        if source[i] == "\\":
-            i += 2
-            continue
-        depth += {"{": 1, "}": -1}.get(source[i], 0)
-        if depth < 0:
-            raise OutputError("unbalanced braces: a } closes nothing", file=file, line=line)
-        i += 1
+                skip = _OPTIONAL_SPACING.match(source, i)
+                i = start = skip.end() if skip else i
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+            if depth < 0:
+                raise OutputError("unbalanced braces: a } closes nothing", file=file, line=line)
     if depth:
         raise OutputError("unbalanced braces: a { is never closed", file=file, line=line)
     parts.append((start, source[start:]))
@@ -241,7 +265,7 @@ def _definitions(source: str) -> dict[str, str]:
 
 
 def _line_finder(source: str, first_line: int):
-    starts = [i for i, char in enumerate(source) if char == "\n"]
+    starts = [found.start() for found in re.finditer("\n", source)]
 
     def line_of(offset: int) -> int:
         import bisect

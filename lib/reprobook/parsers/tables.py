@@ -3,6 +3,13 @@
 Blank lines are skipped and surrounding whitespace is stripped from every line
 and cell; line numbers in errors (and in the ``line`` column) are the file's.
 
+A file of regular rows (no quotes, the same number of fields on every line, no
+stray carriage returns) is read in one pass of pandas' C reader, typed columns
+converted by it, and checked on the frame; line numbers come from a
+`~reprobook.parsers.text.LineIndex` of the bytes. Anything else, and any value
+that does not convert, sends the file down the careful path, which reads it
+row by row and names the line and field at fault.
+
 Examples
 --------
 ``results_128.csv`` of the verified-storage artifact (``pmdk,13164376,``)::
@@ -17,9 +24,11 @@ import csv
 import io
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..errors import OutputError
@@ -59,7 +68,13 @@ def read_csv(path: str | Path, *, header: bool = True, columns: Iterable[str] | 
     DataFrame
         Cells are stripped strings unless typed; ``attrs["source"]`` is the path.
     """
-    path, lines = text.read_lines(path)
+    path, data = text.read_bytes(path)
+    fast = _read_regular(path, data, header=header, columns=columns, required=required, types=types or {},
+                         sep=sep, trailing_sep=trailing_sep, line_column=line_column)
+    if fast is not None:
+        return fast
+    lines = data.decode("utf-8").split("\n")
+    lines = [line.rstrip("\r") for line in lines]
     recs = text.records(lines)
     frame = _parse(path, recs, sep)
     if trailing_sep and frame.shape[1] > 1 and (frame.iloc[:, -1] == "").all():
@@ -112,6 +127,93 @@ def read_csv(path: str | Path, *, header: bool = True, columns: Iterable[str] | 
     return frame
 
 
+def _read_regular(path: Path, data: bytes, *, header: bool, columns, required, types: Mapping, sep: str,
+                  trailing_sep: bool, line_column: str | None) -> pd.DataFrame | None:
+    """The frame :func:`read_csv` returns, read in one pass of the C reader; None if the file needs the careful path."""
+    if (len(sep) != 1 or b'"' in data or data.count(b"\r") != data.count(b"\r\n")
+            or any(kind not in _TYPES for kind in types.values())):
+        return None  # quoting, or a carriage return the C reader would take for a line end
+    if not header and columns is None:
+        raise ValueError("read_csv(header=False) needs columns=[...]")
+    index = text.LineIndex(data)
+    if (index.blank & (index.ends > index.starts)).any():  # a line of blanks would be a row for the C reader
+        return None
+    lines = index.numbers()
+    first = data[index.starts[lines[0] - 1]:index.ends[lines[0] - 1]].decode("utf-8")
+    width = first.count(sep) + 1
+    body_lines = lines[1:] if header else lines
+    if not len(body_lines):
+        return None
+    names = [cell.strip() for cell in first.split(sep)] if header else list(columns)
+    tail = first.rstrip("".join(c for c in " \t\x0b\x0c" if c != sep))
+    extra = int(trailing_sep and width > 1 and tail.endswith(sep))  # a last column of nothing
+    if header:
+        names = names[:width - extra]
+        if columns is not None:
+            if len(list(columns)) != len(names):
+                return None
+            names = list(columns)
+        if len(set(names)) != len(names) or "" in names or any(name not in names for name in required):
+            return None
+    elif len(names) != width - extra:
+        return None
+    if any(name not in names for name in types):
+        return None
+    dtypes = {i: ("int64" if types.get(n) == "int" else "float64" if types.get(n) == "float" else str)
+              for i, n in enumerate(names)}
+    dtypes.update({len(names) + i: str for i in range(extra)})
+    try:
+        with warnings.catch_warnings():
+            # a row longer than the first: the C reader would drop its extra fields (with this warning)
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)  # a value that does not cast: checked on the frame below
+            frame = pd.read_csv(io.BytesIO(data), sep=sep, header=None, names=list(range(len(names) + extra)),
+                                index_col=False, dtype=dtypes, skiprows=int(lines[0]) if header else 0,
+                                na_filter=False, keep_default_na=False, skip_blank_lines=True,
+                                skipinitialspace=True, engine="c", quoting=csv.QUOTE_NONE)
+    except (ValueError, OverflowError, pd.errors.ParserError, pd.errors.ParserWarning):
+        return None  # a value that does not convert, or a row the C reader will not take: name it carefully
+    if len(frame) != len(body_lines):
+        return None
+    if extra:
+        if not (frame[len(names)] == "").all():
+            return None
+        frame = frame.drop(columns=[len(names)])
+    for i in _padded_columns(index, body_lines, sep, len(names)):
+        if dtypes[i] is str:
+            frame[i] = frame[i].str.strip()
+    for i, name in enumerate(names):
+        if types.get(name) == "float" and not np.isfinite(frame[i].to_numpy()).all():
+            return None  # nan, inf: the careful path says which line
+    frame.columns = names
+    if line_column is not None:
+        frame[line_column] = pd.Series(body_lines, dtype="int64")
+    frame.attrs["source"] = str(path)
+    return frame
+
+
+def _padded_columns(index, lines, sep: str, width: int) -> set[int]:
+    """The columns (by position) where some cell of ``lines`` has blanks around it that the C reader keeps."""
+    arr = index.array
+    body = int(index.starts[lines[0] - 1]) if len(lines) else 0  # blanks in a header line do not matter here
+    if index.data.find(b" ", body) < 0 and (sep == "\t" or index.data.find(b"\t", body) < 0):
+        return set()
+    where = index.blanks[np.isin(arr[index.blanks], (32, 9) if sep != "\t" else (32,))]
+    if not len(where):
+        return set()
+    after = np.where(where + 1 < len(arr), arr[np.minimum(where + 1, len(arr) - 1)], 10)
+    before = np.where(where > 0, arr[np.maximum(where - 1, 0)], 10)
+    # kept by the C reader: blanks before a separator or a line end (trailing), blanks at a line start (leading)
+    kept = where[(after == ord(sep)) | (after == 10) | (after == 13) | (before == 10)]
+    if not len(kept):
+        return set()
+    line = np.searchsorted(index.ends, kept, side="left")
+    seps = np.flatnonzero(arr == ord(sep))
+    column = np.searchsorted(seps, kept) - np.searchsorted(seps, index.starts[line])
+    keep = np.isin(line + 1, lines)
+    return {int(c) for c in np.unique(column[keep]) if c < width}
+
+
 def read_tsv(path: str | Path, **options) -> pd.DataFrame:
     """Read a tab-separated file; options as :func:`read_csv`."""
     return read_csv(path, sep="\t", **options)
@@ -121,7 +223,7 @@ def _parse(path: Path, recs: list[tuple[int, str]], sep: str) -> pd.DataFrame:
     data = io.StringIO("\n".join(line for _, line in recs))
     try:
         frame = pd.read_csv(data, sep=sep, header=None, dtype=str, keep_default_na=False,
-                            na_filter=False, skip_blank_lines=False, engine="c",
+                            na_filter=False, skip_blank_lines=False, engine="c", lineterminator="\n",
                             quoting=csv.QUOTE_MINIMAL)
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).replace("Error tokenizing data. C error: ", "").strip()

@@ -52,6 +52,37 @@ class LabelledNumber(NamedTuple):
     timed_out: bool
 
 
+_SOLID = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")
+
+
+def read_bytes(path: str | Path) -> tuple[Path, bytes]:
+    """Read an output whole, checked as :func:`read_lines` checks it (UTF-8, not blank); without a BOM.
+
+    For the readers that hand the bytes to a C parser (pandas, ``json``) and number
+    lines with a `LineIndex`.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"cannot read the file ({exc}); check that the run finished and the "
+                          "file was fetched", file=path) from exc
+    if not data.isascii():  # ASCII is UTF-8: only other bytes need decoding to be checked
+        try:
+            decoded = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise OutputError("not UTF-8 text", file=path,
+                              line=data.count(b"\n", 0, exc.start) + 1) from None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data, decoded = data[3:], decoded[1:]
+        empty = not decoded.strip()
+    else:
+        empty = _SOLID.search(data) is None
+    if empty:
+        raise OutputError("the file is empty; check that the run finished", file=path)
+    return path, data
+
+
 def read_lines(path: str | Path) -> tuple[Path, list[str]]:
     """Read a text output as lines (UTF-8, an optional BOM, LF or CRLF line ends).
 
@@ -65,21 +96,89 @@ def read_lines(path: str | Path) -> tuple[Path, list[str]]:
     OutputError
         The file cannot be read, is not UTF-8 (naming the line), or holds only blanks.
     """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except (OSError, ValueError) as exc:
-        raise OutputError(f"cannot read the file ({exc}); check that the run finished and the "
-                          "file was fetched", file=path) from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OutputError("not UTF-8 text", file=path,
-                          line=data.count(b"\n", 0, exc.start) + 1) from None
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    if not any(line.strip() for line in lines):
-        raise OutputError("the file is empty; check that the run finished", file=path)
+    path, data = read_bytes(path)
+    text = data.decode("utf-8")
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
     return path, lines
+
+
+_BLANKS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+def _blank_table():
+    import numpy as np
+    table = np.zeros(256, dtype=bool)
+    table[[32, 9, 13, 11, 12]] = True
+    return table
+
+
+_IS_BLANK = _blank_table()
+
+
+class LineIndex:
+    """Where the lines of a file's bytes start and end, and which hold more than blanks.
+
+    Computed with numpy over the bytes (no Python loop over lines), so that a reader
+    which parses a file with a C parser can still name the 1-based line of every row.
+
+    Attributes
+    ----------
+    starts, ends : ndarray
+        Offset of each line's first byte and of its end (the ``\\n`` or the end of data).
+    blank : ndarray of bool
+        Lines holding nothing but spaces and tabs (or nothing).
+    """
+
+    def __init__(self, data: bytes):
+        import numpy as np
+        arr = np.frombuffer(data, dtype=np.uint8)
+        self.data, self.array = data, arr
+        newlines = np.flatnonzero(arr == 10)
+        self.ends = np.append(newlines, len(data))
+        self.starts = np.concatenate(([0], newlines + 1))
+        self._blank = None
+        self._blanks = None
+
+    @property
+    def blanks(self):
+        """Offsets of every blank byte (space, tab, CR, VT, FF)."""
+        import numpy as np
+        if self._blanks is None:  # every blank byte made a space, in one C pass over the bytes
+            self._blanks = np.flatnonzero(np.frombuffer(self.data.translate(_BLANKS_TO_SPACE), dtype=np.uint8) == 32)
+        return self._blanks
+
+    @property
+    def blank(self):
+        if self._blank is None:
+            import numpy as np
+            arr = self.array
+            empty = self.ends == self.starts
+            first = arr[np.minimum(self.starts, max(len(arr) - 1, 0))] if len(arr) else np.zeros(0, np.uint8)
+            maybe = ~empty & _IS_BLANK[first]  # a line of blanks starts with one
+            self._blank = empty
+            if maybe.any():
+                self._blank = empty | (maybe & ((self.ends - self.starts) - self._per_line(self.blanks) == 0))
+        return self._blank
+
+    def _per_line(self, offsets):
+        """How many of the (sorted) ``offsets`` fall on each line."""
+        import numpy as np
+        return np.searchsorted(offsets, self.ends) - np.searchsorted(offsets, self.starts)
+
+    def numbers(self, mask=None):
+        """1-based numbers of the lines where ``mask`` (default: not blank) holds."""
+        import numpy as np
+        return np.flatnonzero(~self.blank if mask is None else mask) + 1
+
+    def count(self, byte: int):
+        """How many times ``byte`` occurs on each line."""
+        import numpy as np
+        return self._per_line(np.flatnonzero(self.array == byte))
+
+    def line_of(self, offsets):
+        """1-based line numbers of byte offsets."""
+        import numpy as np
+        return np.searchsorted(self.ends, offsets, side="left") + 1
 
 
 def records(lines: Iterable[str]) -> list[tuple[int, str]]:
@@ -111,6 +210,28 @@ def parse_numbers(items: list[str], *, file: str | Path, line: int, field: str) 
         raise OutputError("the row has no values", file=file, line=line, field=field)
     return [parse_number(item, file=file, line=line, field=field, what=f"value {i} ({item!r})")
             for i, item in enumerate(items, start=1)]
+
+
+_NOT_NUMBER_CHARS = re.compile(r"[^0-9.eE+\-]")
+
+
+def parse_number_list(items: list[str], *, file: str | Path, line: int, field: str):
+    """:func:`parse_numbers` for a long row: the same values, as a float array, converted in one go.
+
+    Items made only of digits, ``.``, ``e``/``E`` and signs are converted by numpy; within
+    that alphabet Python's ``float`` accepts exactly :data:`NUMBER`. Anything else, and any
+    value that does not convert or is negative, goes to :func:`parse_numbers`, which names
+    the item at fault.
+    """
+    import numpy as np
+    if items and "" not in items and not _NOT_NUMBER_CHARS.search("".join(items)):
+        try:
+            values = np.array(items, dtype=float)
+        except ValueError:
+            values = None
+        if values is not None and np.isfinite(values).all() and not (values < 0).any():
+            return values
+    return np.array(parse_numbers(items, file=file, line=line, field=field), dtype=float)
 
 
 def parse_count(text: str, *, file: str | Path, line: int | None = None,
@@ -215,6 +336,117 @@ def labelled_numbers(lines: list[str], *, file: str | Path, pattern: re.Pattern 
     return found
 
 
+_COLON_TO_SPACE = bytes.maketrans(b":", b" ")
+_TIMEOUT_WORDS = [w for word in ("inf", "+inf", "infinity", "timeout") for w in (word, word.capitalize(), word.upper())]
+_UNIT = re.compile(r"[A-Za-zµμ/%][\w/%.]*")
+
+
+class LabelledColumns(NamedTuple):
+    """The lines of a ``label: value unit`` file as columns: labels and units factorized (codes into names)."""
+
+    label_codes: "np.ndarray"
+    labels: list[str]
+    value: "np.ndarray"
+    timed_out: "np.ndarray"
+    unit_codes: "np.ndarray"
+    units: list[str]
+    line: "np.ndarray"
+
+
+def labelled_columns(path: str | Path, *, units: Iterable[str] | None = None,
+                     signed: bool = False) -> LabelledColumns | None:
+    """A file of nothing but ``label: value unit`` lines (and blanks), read by pandas' C reader.
+
+    The same lines as :func:`labelled_numbers` with ``strict=True`` reads, checked on the
+    columns: every label non-empty, every value a number (or an ``inf``/``timeout`` marker),
+    every unit one of ``units``. Labels and units come factorized, since a few of them
+    repeat over many lines.
+
+    Returns
+    -------
+    LabelledColumns or None
+        None when the file is anything else (another line among them, a value that is not a
+        number, tabs between value and unit, carriage returns): then :func:`labelled_numbers`
+        reads it line by line and names the line at fault.
+    """
+    import csv
+    import io
+    import warnings
+
+    import numpy as np
+
+    path, data = read_bytes(path)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    counts = np.bincount(arr, minlength=256)
+    if counts[ord('"')] or counts[ord("\t")] or counts[ord("\r")]:
+        return None
+    index = LineIndex(data)
+    lines = index.numbers()
+    if (index.blank & (index.ends > index.starts)).any() or counts[ord(":")] != len(lines):
+        return None  # a line of blanks, or a line with no colon or two
+    options = dict(header=None, index_col=False, na_filter=False, keep_default_na=False, skip_blank_lines=True,
+                   engine="c", quoting=csv.QUOTE_NONE)
+    numbers = {0: "float64", 1: object}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            # one word before the colon on every line (as ``Verus: 0.66 sec``): one pass, the colon read as a space
+            seps = np.flatnonzero((arr == ord(":")) | (arr == ord(" ")))
+            starts = index.starts[lines - 1]
+            firsts = np.searchsorted(seps, starts)
+            if (firsts < len(seps)).all() and (arr[seps[np.minimum(firsts, len(seps) - 1)]] == ord(":")).all() \
+                    and not (arr[starts] == ord(":")).any():
+                table = pd.read_csv(io.BytesIO(data.translate(_COLON_TO_SPACE)), sep=" ", names=[0, 1, 2],
+                                    dtype={0: object, 1: "float64", 2: object}, skipinitialspace=True,
+                                    **{**options, "na_filter": True}, na_values={0: [], 1: _TIMEOUT_WORDS, 2: []})
+                halves, numbers = table[[0]], table[[1, 2]].set_axis([0, 1], axis=1)
+            else:  # labels of several words: split at the colon, then the rest at spaces
+                halves = pd.read_csv(io.BytesIO(data), sep=":", names=[0, 1], dtype=object, **options)
+                if len(halves) != len(lines):
+                    return None
+                numbers = pd.read_csv(io.BytesIO("\n".join(halves[1].tolist()).encode()), sep=" ", names=[0, 1],
+                                      dtype=numbers, skipinitialspace=True,
+                                      **{**options, "na_filter": True, "skip_blank_lines": False},
+                                      na_values={0: _TIMEOUT_WORDS, 1: []})
+    except (ValueError, OverflowError, pd.errors.ParserError, pd.errors.ParserWarning):
+        return None
+    if len(numbers) != len(lines) or len(halves) != len(lines):
+        return None
+    value = numbers[0].to_numpy()
+    timed_out = np.isnan(value)
+    finite = value[~timed_out]
+    if not np.isfinite(finite).all() or (not signed and (finite < 0).any()):
+        return None
+    codes, raw = pd.factorize(halves[0].to_numpy())  # a few labels, many lines: strip each label once
+    labels = [label.strip() for label in raw]
+    unit_codes, found = pd.factorize(numbers[1].to_numpy(), use_na_sentinel=False)
+    found = ["" if u is None or u != u else u for u in found]
+    allowed = None if units is None else set(units)
+    if "" in labels or any((u and not _UNIT.fullmatch(u)) or (allowed is not None and u not in allowed)
+                           for u in found):
+        return None
+    return LabelledColumns(codes, labels, value, timed_out, unit_codes, found, lines.astype("int64"))
+
+
+def read_labelled(path: str | Path, *, units: Iterable[str] | None = None,
+                  signed: bool = False) -> pd.DataFrame | None:
+    """:func:`labelled_columns` as a frame: ``label``, ``value`` (NaN for a marker), ``unit``, ``line``, ``timed_out``."""
+    found = labelled_columns(path, units=units, signed=signed)
+    if found is None:
+        return None
+    frame = pd.DataFrame({"label": take_strings(found.label_codes, found.labels), "value": found.value,
+                          "unit": take_strings(found.unit_codes, found.units), "line": found.line,
+                          "timed_out": found.timed_out})
+    frame.attrs["source"] = str(path)
+    return frame
+
+
+def take_strings(codes, names) -> pd.Series:
+    """A string column from factorized ``codes`` and the ``names`` they stand for (names may repeat)."""
+    import numpy as np
+    return pd.array(np.asarray(list(names), dtype=object)[np.asarray(codes)], dtype="str")
+
+
 def header_columns(header: str) -> list[tuple[str, int]]:
     """The names of a whitespace-separated header line and the offset where each starts."""
     return [(match.group(), match.start()) for match in re.finditer(r"\S+", header)]
@@ -276,6 +508,11 @@ def read_table(lines: list[str], *, file: str | Path, header_line: int,
     """
     if not 1 <= header_line <= len(lines):
         raise OutputError(f"no header at line {header_line}", file=file, line=header_line)
+    if columns is None and not by_position and positions is None and comment is None:
+        fast = _whitespace_table(lines, file=file, header_line=header_line, converters=converters or {},
+                                 tokens=tokens or {})
+        if fast is not None:
+            return fast
     header = header_columns(lines[header_line - 1])
     names = list(columns) if columns is not None else [name for name, _ in header]
     if positions is None and by_position:
@@ -310,6 +547,93 @@ def read_table(lines: list[str], *, file: str | Path, header_line: int,
     for name in names:
         order += [name, f"{name}_token"] if name in tokens else [name]
     return pd.DataFrame(rows, columns=[*order, "line"])
+
+
+_VECTORISED = {parse_clock, parse_number}
+"""Converters whose cells :func:`read_table` converts on the whole column at once (pandas' C reader)."""
+
+
+def _has_exponent(data: bytes) -> bool:
+    """Whether ``data`` holds a number with an exponent (``1e5``, ``2.E-3``)."""
+    import numpy as np
+    arr = np.frombuffer(data, dtype=np.uint8)
+    at = np.flatnonzero((arr == ord("e")) | (arr == ord("E")))
+    at = at[(at > 0) & (at < len(arr) - 1)]
+    before, after = arr[at - 1], arr[at + 1]
+    number_before = ((before >= 48) & (before <= 57)) | (before == ord("."))
+    number_after = ((after >= 48) & (after <= 57)) | (after == ord("+")) | (after == ord("-"))
+    return bool((number_before & number_after).any())
+
+
+def _cells_per_line(data: bytes):
+    """How many whitespace-separated cells each line of ``data`` holds."""
+    import numpy as np
+    arr = np.frombuffer(data, dtype=np.uint8)
+    solid = ~(_IS_BLANK[arr] | (arr == 10))
+    starts = np.flatnonzero(solid & ~np.concatenate(([False], solid[:-1])))  # the first byte of each cell
+    ends = np.append(np.flatnonzero(arr == 10), len(arr))
+    return np.diff(np.concatenate(([0], np.searchsorted(starts, ends))))
+
+
+def _whitespace_table(lines: list[str], *, file, header_line: int, converters: Mapping, tokens: Mapping):
+    """:func:`read_table` of a table split at whitespace, by pandas' C reader; None to read it row by row.
+
+    Converted columns are parsed as decimals by the C reader, and the table is checked for
+    what :func:`parse_clock` would not take (signs, exponents, clock readings: then None).
+    """
+    import io
+    import warnings
+
+    import numpy as np
+    if any(c not in _VECTORISED for c in converters.values()):
+        return None
+    names = [name for name, _ in header_columns(lines[header_line - 1])]
+    if len(set(names)) != len(names) or header_line >= len(lines) or not lines[header_line].strip():
+        return None
+    rest = "\n".join(lines[header_line:]).encode("utf-8")
+    cells = _cells_per_line(rest)
+    empty = np.flatnonzero(cells == 0)  # the table ends at the first blank line
+    count = int(empty[0]) if len(empty) else len(cells)
+    if not (cells[:count] == len(names)).all():
+        return None  # a row of fewer or more cells: read row by row, to name it
+    data = rest[:int(np.flatnonzero(np.frombuffer(rest, dtype=np.uint8) == 10)[count - 1])] if len(empty) else rest
+    if b'"' in data or b"#" in data or (parse_clock in converters.values()
+                                        and (b"+" in data or b":" in data or _has_exponent(data))):
+        return None
+    dtypes = {i: ("float64" if name in converters else object) for i, name in enumerate(names)}
+    na_values = {i: list(tokens.get(name, ())) for i, name in enumerate(names)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None,
+                                names=list(range(len(names))), index_col=False, dtype=dtypes, na_filter=True,
+                                na_values=na_values, keep_default_na=False, skip_blank_lines=False, engine="c")
+    except (ValueError, OverflowError, pd.errors.ParserError, pd.errors.ParserWarning):
+        return None
+    if len(frame) != count:
+        return None
+    out = {}
+    for i, name in enumerate(names):
+        column = frame[i].to_numpy()
+        marked = pd.isna(column)  # every row has all its cells: an empty one is a token
+        if name in converters:
+            values = column[~marked]
+            if not np.isfinite(values).all() or np.signbit(values).any():
+                return None
+            out[name] = column
+        else:
+            out[name] = column
+        if name in tokens:
+            words = set(tokens[name])
+            if len(words) != 1:
+                return None  # which word stood in each cell is not kept: read row by row
+            out[f"{name}_token"] = np.where(marked, next(iter(words)), "").astype(object)
+    order = []
+    for name in names:
+        order += [name, f"{name}_token"] if name in tokens else [name]
+    table = pd.DataFrame({key: out[key] for key in order})
+    table["line"] = np.arange(header_line + 1, header_line + 1 + count, dtype="int64")
+    return table
 
 
 def read_pdf_lines(path: str | Path) -> tuple[Path, list[str]]:

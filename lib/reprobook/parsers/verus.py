@@ -25,6 +25,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import OutputError
@@ -95,6 +96,8 @@ def read_milli(path: str | Path) -> pd.DataFrame:
     """
     benchmark, experiment = milli_benchmark(path)
     rows = []
+    if experiment == "oneshot" and (fast := _oneshot_on_the_frame(path, benchmark)) is not None:
+        return fast
     if experiment == "oneshot":
         path, lines = text.read_lines(path)
         for found in text.labelled_numbers(lines, file=path, strict=True,
@@ -134,6 +137,26 @@ def read_milli(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def _oneshot_on_the_frame(path: str | Path, benchmark: str) -> pd.DataFrame | None:
+    """:func:`read_milli` of a oneshot file by pandas' C reader (`text.labelled_columns`); None if anything is off."""
+    found = text.labelled_columns(path, units=("sec", "secs", "s"))
+    if found is None:
+        return None
+    tools = [TOOLS.get(label.casefold()) for label in found.labels]
+    if None in tools:
+        return None  # an unknown tool: read line by line, to name the line
+    n = len(found.value)
+    frame = pd.DataFrame({"benchmark": pd.Series(benchmark, index=pd.RangeIndex(n), dtype="str"),
+                          "experiment": pd.Series("oneshot", index=pd.RangeIndex(n), dtype="str"),
+                          "tool": text.take_strings(found.label_codes, tools),
+                          "pushes": pd.arrays.IntegerArray(np.zeros(n, dtype="int64"), np.ones(n, dtype=bool)),
+                          "function": np.full(n, None, dtype=object),
+                          "outcome": pd.Series("success", index=pd.RangeIndex(n), dtype="str"),
+                          "seconds": found.value, "timed_out": found.timed_out, "line": found.line})
+    frame.attrs["source"] = str(Path(path))
+    return frame
+
+
 def read_page_table_log(path: str | Path) -> pd.DataFrame:
     """Read the page-table benchmark's stdout: blocks of five ``Time ...: N ns`` lines.
 
@@ -152,6 +175,9 @@ def read_page_table_log(path: str | Path) -> pd.DataFrame:
         No such lines; or a block lacking one of the five (naming its first line
         and the missing line).
     """
+    fast = _page_table_on_the_frame(path)
+    if fast is not None:
+        return fast
     path, lines = text.read_lines(path)
     found = text.labelled_numbers(lines, file=path, pattern=_PAGE_TABLE)
     if not found:
@@ -180,6 +206,39 @@ def read_page_table_log(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def _page_table_on_the_frame(path: str | Path) -> pd.DataFrame | None:
+    """:func:`read_page_table_log` of a log of nothing but whole runs of the five lines, by pandas' C reader.
+
+    None for anything else (other output among the lines, a run cut short, another order):
+    then the log is read line by line.
+    """
+    found = text.labelled_columns(path, units=("ns", "us", "µs", "μs", "ms", "s"))
+    if found is None or len(found.value) % len(PAGE_TABLE_LINES):
+        return None
+    keys = []
+    for label in found.labels:
+        match = re.fullmatch(r"Time (Verified|Base) (Map|Mapping|Unmap(?: \(no reclaim\))?)", label)
+        if not match:
+            return None
+        keys.append((match.group(1).lower(), PAGE_TABLE_OPS[match.group(2)]))
+    codes = found.label_codes
+    runs = np.asarray(codes).reshape(-1, len(PAGE_TABLE_LINES))
+    first = [keys[c] for c in runs[0]]
+    if sorted(first) != sorted(PAGE_TABLE_LINES) or not (runs == runs[0]).all():
+        return None  # each run the five lines, in the same order
+    per_code = np.array([text.TIME_UNITS[u] for u in found.units] or [1.0])[found.unit_codes]
+    is_ns = np.array([u == "ns" for u in found.units] or [True])[found.unit_codes]
+    ns = np.where(is_ns, found.value, found.value * per_code / text.TIME_UNITS["ns"])  # as text.convert does it
+    n = len(found.value)
+    frame = pd.DataFrame({
+        "op": text.take_strings(codes, [op for _, op in keys]),
+        "impl": text.take_strings(codes, [impl for impl, _ in keys]),
+        "repetition": np.arange(n, dtype="int64") // len(PAGE_TABLE_LINES) + 1,
+        "ns": ns, "line": found.line})
+    frame.attrs["source"] = str(Path(path))
+    return frame
+
+
 def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
     """Read the stdout of ``entry-mimalloc.sh``: seconds per benchmark and allocator.
 
@@ -196,31 +255,59 @@ def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
         (NaN if failed), ``status`` (``ok``, ``fail``), ``run`` (1-based table), ``line``.
     """
     path, lines = text.read_lines(path)
-    rows = []
-    summaries = [no for no, line in enumerate(lines, 1) if re.fullmatch(r"bench\s+mi\s+vmi\s*", line)]
-    for run, header in enumerate(summaries, start=1):
+    whole = "\n".join(lines)
+    columns = ["benchmark", "allocator", "seconds", "status", "run", "line"]
+    tables = []
+    for run, header in enumerate(_lines_matching(whole, "bench", r"bench\s+mi\s+vmi\s*"), start=1):
         table = text.read_table(lines, file=path, header_line=header, tokens={"mi": ["fail"],
                                 "vmi": ["fail"]}, converters={"mi": text.parse_clock,
                                                                "vmi": text.parse_clock})
-        for record in table.to_dict("records"):
-            for short in ("mi", "vmi"):
-                failed = bool(record[f"{short}_token"])
-                rows.append((record["bench"], ALLOCATORS[short], record[short],
-                             "fail" if failed else "ok", run, record["line"]))
-    if not rows:
-        rows = _bench_sh_rows(path, lines)
-    latex_rows = _mimalloc_latex(path, lines)
-    if not rows:
-        rows = latex_rows
-        if not rows:
-            raise OutputError("no result table ('bench mi vmi', '# test alloc time' or the "
-                              "LaTeX table); did the benchmarks run?", file=path)
+        # one row per benchmark and allocator: mi, then vmi, as the table reads
+        n = len(table)
+        failed = np.column_stack([table["mi_token"].to_numpy(dtype=object) != "",
+                                  table["vmi_token"].to_numpy(dtype=object) != ""]).ravel()
+        tables.append(pd.DataFrame({
+            "benchmark": np.repeat(table["bench"].to_numpy(dtype=object), 2),
+            "allocator": np.tile(np.array([ALLOCATORS["mi"], ALLOCATORS["vmi"]], dtype=object), n),
+            "seconds": np.column_stack([table["mi"].to_numpy(dtype=float),
+                                        table["vmi"].to_numpy(dtype=float)]).ravel(),
+            "status": np.where(failed, "fail", "ok").astype(object),
+            "run": np.full(2 * n, run, dtype="int64"),
+            "line": np.repeat(table["line"].to_numpy(dtype="int64"), 2)}))
+    if tables:
+        frame = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+        latex_rows = _mimalloc_latex(path, lines, whole)
+        if latex_rows:
+            _check_latex(path, list(frame.itertuples(index=False, name=None)), latex_rows)
     else:
-        _check_latex(path, rows, latex_rows)
-    frame = pd.DataFrame(rows, columns=["benchmark", "allocator", "seconds", "status", "run",
-                                        "line"]).astype({"seconds": "float64"})
+        rows = _bench_sh_rows(path, lines)
+        latex_rows = _mimalloc_latex(path, lines, whole)
+        if not rows:
+            rows = latex_rows
+            if not rows:
+                raise OutputError("no result table ('bench mi vmi', '# test alloc time' or the "
+                                  "LaTeX table); did the benchmarks run?", file=path)
+        else:
+            _check_latex(path, rows, latex_rows)
+        frame = pd.DataFrame(rows, columns=columns)
+    frame = frame.astype({"seconds": "float64"})
     frame.attrs["source"] = str(path)
     return frame
+
+
+def _lines_matching(whole: str, start: str, pattern: str) -> list[int]:
+    """1-based numbers of the lines of ``whole`` that begin with ``start`` and match ``pattern`` in full."""
+    found, at, line, counted = [], whole.find(start), 1, 0
+    while at >= 0:
+        if at == 0 or whole[at - 1] == "\n":
+            end = whole.find("\n", at)
+            end = len(whole) if end < 0 else end
+            line += whole.count("\n", counted, at)
+            counted = at
+            if re.fullmatch(pattern, whole[at:end]):
+                found.append(line)
+        at = whole.find(start, at + 1)
+    return found
 
 
 def _bench_sh_rows(path: Path, lines: list[str]) -> list[tuple]:
@@ -251,11 +338,11 @@ def _bench_sh_rows(path: Path, lines: list[str]) -> list[tuple]:
     return rows
 
 
-def _mimalloc_latex(path: Path, lines: list[str]) -> list[tuple]:
-    begins = [i for i, line in enumerate(lines) if r"\begin{tabular}" in line]
-    if not begins:
+def _mimalloc_latex(path: Path, lines: list[str], whole: str) -> list[tuple]:
+    at = whole.rfind(r"\begin{tabular}")
+    if at < 0:
         return []
-    start = begins[-1]
+    start = whole.count("\n", 0, at)
     found = latex.tabular_rows("\n".join(lines[start:]), file=path, first_line=start + 1)
     header = [cell.casefold() for cell in found[0][1]] if found else []
     if header != ["benchmark", "mimalloc", "verus mimalloc"]:

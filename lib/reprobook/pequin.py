@@ -1,0 +1,401 @@
+"""Experiment configs of the Pequin artifact (Pesto, Basil), derived from the authors' files.
+
+The guide asks an evaluator to edit the same fields by hand in every JSON file under
+``experiment-configs/`` (project, experiment, user, local and remote directories), and
+optionally the client series, the duration and the number of runs. :func:`generate`
+does that as a pure function: from an authors' config, the parameters and a placement
+(role -> host names) it returns the new config and a readable diff against the
+original. The authors' file is never written.
+
+The configs' shape follows ``experiment-scripts/utils/experiment_util.py``:
+``experiment_independent_vars`` lists groups of keys; a key in the first group holds one
+value per series, a key in the second group one value per point of a series, and a key
+in both a list (series) of lists (points). ``run_multiple_experiments`` refuses a group
+whose keys have different lengths; so does :func:`generate`, naming the file and key.
+Keys starting with ``_`` are the authors' comments and stay as they are.
+
+Examples
+--------
+>>> params = ExperimentParams(project="pequin-pg0", experiment="pequin", user="alice",
+...                           local_output_dir="/home/alice/output", src_dir="/home/alice/Pequin-Artifact/src",
+...                           clients=(ClientSetting(15), ClientSetting(30)), duration_s=30, ramp_s=5)
+>>> generated = generate("Pequin-TPCC-SQL-20wh.json", params,                          # doctest: +SKIP
+...                      placement={"server": [f"us-east-1-{i}" for i in range(3)] +
+...                                           [f"eu-west-1-{i}" for i in range(3)]})
+>>> print(generated.diff())                                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError
+
+CLIENT_KEYS = ("client_total", "client_processes_per_client_node", "client_threads_per_process")
+"""The keys of one client setting, in the guide's order."""
+USER_PATHS = ("benchmark_schema_file_path", "bftsmart_codebase_dir")
+"""Paths under the authors' home on the CloudLab nodes (``/users/<user>/...``), moved to the new user's."""
+LABELS_KEY = "_reprobook_labels"
+_USERS = re.compile(r"^/users/[^/]+/?")
+
+
+@dataclass(frozen=True)
+class ClientSetting:
+    """One client setting: at most ``total`` client processes (``client_total``), run
+    ``processes_per_node`` to a client node, each with ``threads_per_process`` clients."""
+
+    total: int
+    processes_per_node: int = 8
+    threads_per_process: int = 1
+
+    def values(self) -> tuple[int, int, int]:
+        return self.total, self.processes_per_node, self.threads_per_process
+
+
+@dataclass(frozen=True)
+class ExperimentParams:
+    """What an evaluator sets in every config (the guide's six required fields and its options).
+
+    Parameters
+    ----------
+    project, experiment, user : str
+        The CloudLab project (often with ``-pg0``), experiment and user names.
+    local_output_dir : str
+        ``base_local_exp_directory``: where the control machine collects the outputs.
+    src_dir : str
+        ``src_directory``: the artifact's ``src`` on the control machine.
+    remote_bin_dir : str, optional
+        ``base_remote_bin_directory_nfs`` (default ``/users/<user>/indicus``).
+    clients : sequence of ClientSetting or int, optional
+        The client series (an int is a ``client_total`` with the other two as the guide's
+        defaults, 8 processes per node and 1 thread); default: the config's own.
+    duration_s, ramp_s : int, optional
+        ``client_experiment_length`` and both ramps (``client_ramp_up``,
+        ``client_ramp_down``); default: the config's.
+    runs : int, optional
+        ``num_experiment_runs``.
+    cluster_domain : str, optional
+        e.g. ``utah.cloudlab.us``: the domain in the server and client host name formats.
+    labels : mapping, optional
+        Written as the comment key ``_reprobook_labels``; the loaders read the run's
+        system, workload, ... from it.
+    """
+
+    project: str
+    experiment: str
+    user: str
+    local_output_dir: str
+    src_dir: str
+    remote_bin_dir: str | None = None
+    clients: Sequence[ClientSetting | int] | None = None
+    duration_s: int | None = None
+    ramp_s: int | None = None
+    runs: int | None = None
+    cluster_domain: str | None = None
+    labels: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One key the generation changed: its path (``server_regions[0].us-east-1``), before and after."""
+
+    key: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
+class GeneratedConfig:
+    """A config derived from an authors' file; ``config`` is the new content, ``original`` the old."""
+
+    name: str
+    source: str
+    original: Mapping
+    config: Mapping
+    changes: tuple[Change, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def text(self) -> str:
+        """The generated file's text (two-space indentation, key order kept, as the scripts write)."""
+        return json.dumps(self.config, indent=2) + "\n"
+
+    def diff(self, context: int = 2) -> str:
+        """A unified diff of the original (re-indented) against the generated config."""
+        before = (json.dumps(self.original, indent=2) + "\n").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(before, self.text().splitlines(keepends=True),
+                                            fromfile=f"{self.source} (the authors')",
+                                            tofile=f"{self.name} (generated)", n=context))
+
+    def table(self):
+        """The changes as a DataFrame (key, before, after), for a page."""
+        import pandas as pd
+        return pd.DataFrame([{"key": c.key, "before": _short(c.before), "after": _short(c.after)}
+                             for c in self.changes], columns=["key", "before", "after"])
+
+    def write(self, directory: str | Path) -> Path:
+        """Write the config into ``directory`` under the original's name; never over the original."""
+        directory = Path(directory)
+        target = directory / self.name
+        if self.source and Path(self.source).exists() and target.resolve() == Path(self.source).resolve():
+            raise ConfigError("refusing to overwrite the authors' config; write the generated one beside the run",
+                              file=target)
+        directory.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.text(), encoding="utf-8")
+        return target
+
+
+def load_config(path: str | Path) -> dict:
+    """An authors' experiment config, as an ordered dict (`ConfigError` naming the line on bad JSON)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config ({exc})", file=path) from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", file=path,
+                          key=f"line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("expected a JSON object", file=path)
+    return data
+
+
+def generate(original: str | Path | Mapping, params: ExperimentParams,
+             placement: Mapping[str, Sequence[str]] | None = None, *, name: str | None = None) -> GeneratedConfig:
+    """Derive a config from an authors' one: the parameters applied, the servers placed.
+
+    Parameters
+    ----------
+    original : path or mapping
+        The authors' config (``experiment-configs/...json``); a mapping needs ``name``.
+    params : ExperimentParams
+    placement : mapping, optional
+        Role -> host names. ``server``: the config's servers, renamed in order (the
+        first name the config uses becomes the first host, and so on, in
+        ``server_names`` and ``server_regions``); it must hold at least as many hosts as
+        the config uses. ``client``: the client nodes; the scripts derive their names
+        (``client-<server>-<node>``), so these are checked, not written. Other roles
+        (``control``) are not in the config.
+    name : str, optional
+        The file name (default: the original's).
+
+    Returns
+    -------
+    GeneratedConfig
+
+    Raises
+    ------
+    ConfigError
+        Naming the file and the key: not an experiment config, groups of independent
+        variables of unequal length, too few servers, a duration shorter than its ramps.
+    """
+    if isinstance(original, Mapping):
+        if not name:
+            raise ValueError("generate(<mapping>) needs name=")
+        source, data = name, copy.deepcopy(dict(original))
+    else:
+        source, data = str(original), load_config(original)
+        name = name or Path(original).name
+    before = copy.deepcopy(data)
+    groups = _groups(data, source)
+    _check_shape(data, groups, source)
+    config = copy.deepcopy(data)
+    old_user = config.get("emulab_user")
+    required = {"project_name": params.project, "experiment_name": params.experiment, "emulab_user": params.user,
+                "base_local_exp_directory": params.local_output_dir, "src_directory": params.src_dir,
+                "base_remote_bin_directory_nfs": params.remote_bin_dir or f"/users/{params.user}/indicus"}
+    for key, value in required.items():
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{key} must be a non-empty string, not {value!r}", file=source, key=key)
+        config[key] = value
+    for key in USER_PATHS:
+        if isinstance(config.get(key), str) and _USERS.match(config[key]):
+            config[key] = _USERS.sub(f"/users/{params.user}/", config[key])
+    if params.duration_s is not None or params.ramp_s is not None:
+        _set_duration(config, params, source)
+    if params.runs is not None:
+        if isinstance(params.runs, bool) or not isinstance(params.runs, int) or params.runs < 1:
+            raise ConfigError(f"the number of runs must be a positive integer, not {params.runs!r}", file=source,
+                              key="num_experiment_runs")
+        config["num_experiment_runs"] = params.runs
+    if params.clients is not None:
+        _set_clients(config, groups, params.clients, source)
+    if params.cluster_domain:
+        for key in ("server_host_format_str", "client_host_format_str"):
+            if isinstance(config.get(key), str):
+                config[key] = re.sub(r"(%s)\.[^%]*$", rf"\1.{params.cluster_domain}", config[key])
+    warnings = []
+    if placement:
+        warnings += _place(config, groups, placement, source)
+    if params.labels:
+        config[LABELS_KEY] = dict(params.labels)
+    _check_shape(config, groups, source)
+    if old_user and old_user != params.user and "bftsmart_codebase_dir" in config:
+        warnings.append("BFT-SMaRt: run scripts/bftsmart-configs/one_step_config.sh with the new user before "
+                        "this experiment (the guide's pre-configuration)")
+    return GeneratedConfig(name=name, source=source, original=before, config=config,
+                           changes=tuple(_changes(before, config)), warnings=tuple(warnings))
+
+
+# --------------------------------------------------------------------------- shape of the independent variables
+
+def _groups(config: Mapping, source: str) -> list[list[str]]:
+    """The groups the experiment script will iterate: ``experiment_independent_vars_unused`` when the
+    config is one series of an earlier run (the script writes it so), else ``experiment_independent_vars``."""
+    key = ("experiment_independent_vars_unused" if "experiment_independent_vars_unused" in config
+           else "experiment_independent_vars")
+    groups = config.get(key)
+    if not isinstance(groups, list) or not groups or not all(
+            isinstance(g, list) and g and all(isinstance(k, str) for k in g) for g in groups):
+        raise ConfigError(f"not an experiment config: {key!r} must list groups of keys (run_multiple_experiments.py "
+                          "needs at least one; a config resolved down to one client setting has none left)",
+                          file=source, key=key)
+    for g, keys in enumerate(groups):
+        for k in keys:
+            if k not in config:
+                hint = f"; it is commented out as '_{k}'" if f"_{k}" in config else ""
+                raise ConfigError(f"the independent variable {k!r} (group {g}) has no value{hint}", file=source, key=k)
+    return groups
+
+
+def _check_shape(config: Mapping, groups: list[list[str]], source: str) -> None:
+    """The lengths ``run_multiple_experiments`` requires: per group, every key equally long, at every series."""
+    first = groups[0]
+    lengths = {k: _length(config[k], k, "series", source) for k in first}
+    odd = [k for k in first if lengths[k] != lengths[first[0]]]
+    if odd:
+        desc = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+        raise ConfigError(f"the first group of independent variables must hold one value per series in every key, "
+                          f"but their lengths differ ({desc}); run_multiple_experiments.py would stop here",
+                          file=source, key=odd[0])
+    for g, keys in enumerate(groups[1:], start=1):
+        for s in range(lengths[first[0]]):
+            found = {k: _length(config[k][s] if k in first else config[k], f"{k}[{s}]" if k in first else k,
+                                "point", source) for k in keys}
+            if len(set(found.values())) > 1:
+                desc = ", ".join(f"{k}: {n}" for k, n in found.items())
+                raise ConfigError(f"group {g} of independent variables must hold one value per point in every key, "
+                                  f"but series {s} has lengths {desc}", file=source, key=keys[0])
+
+
+def _length(value, key: str, per: str, source: str) -> int:
+    if not isinstance(value, list):
+        raise ConfigError(f"expected a list (one value per {per}), found {type(value).__name__}", file=source, key=key)
+    return len(value)
+
+
+def _set_clients(config: dict, groups: list[list[str]], clients, source: str) -> None:
+    settings = [c if isinstance(c, ClientSetting) else ClientSetting(c) for c in clients]
+    if not settings:
+        raise ConfigError("the client series is empty", file=source, key="client_total")
+    for c in settings:
+        for value in c.values():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"client settings are positive integers, not {c}", file=source, key="client_total")
+    first, inner = groups[0], [k for g in groups[1:] for k in g]
+    series = len(config[first[0]])
+    for i, key in enumerate(CLIENT_KEYS):
+        points = [c.values()[i] for c in settings]
+        if key in inner:
+            config[key] = [list(points) for _ in range(series)] if key in first else list(points)
+        elif key in first:
+            others = [k for k in first if k not in CLIENT_KEYS]
+            if others and series != len(points):
+                raise ConfigError(f"{key} varies with {others[0]} here ({series} values), so the client series must "
+                                  f"have {series} settings, not {len(points)}", file=source, key=key)
+            config[key] = list(points)
+        else:
+            if len(points) != 1:
+                raise ConfigError(f"{key} is not an independent variable here, so it takes one setting, "
+                                  f"not {len(points)}", file=source, key=key)
+            config[key] = points[0]
+
+
+def _set_duration(config: dict, params: ExperimentParams, source: str) -> None:
+    length = params.duration_s if params.duration_s is not None else config.get("client_experiment_length")
+    ramp = params.ramp_s
+    up = ramp if ramp is not None else config.get("client_ramp_up", 0)
+    down = ramp if ramp is not None else config.get("client_ramp_down", 0)
+    for key, value in (("client_experiment_length", length), ("client_ramp_up", up), ("client_ramp_down", down)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{key} must be a non-negative integer (seconds), not {value!r}", file=source, key=key)
+    if length <= up + down:
+        raise ConfigError(f"an experiment of {length} s leaves nothing to measure after ramping up {up} s and "
+                          f"down {down} s", file=source, key="client_experiment_length")
+    config["client_experiment_length"], config["client_ramp_up"], config["client_ramp_down"] = length, up, down
+
+
+# --------------------------------------------------------------------------- placement
+
+def _place(config: dict, groups: list[list[str]], placement: Mapping[str, Sequence[str]], source: str) -> list[str]:
+    warnings = []
+    for role in placement:
+        if role not in ("server", "client", "control"):
+            raise ConfigError(f"unknown role {role!r} (the configs know server and client; control runs the "
+                              "script)", file=source, key=f"placement.{role}")
+    servers = list(placement.get("server") or ())
+    in_series = "server_names" in groups[0]
+    lists = config["server_names"] if in_series else [config["server_names"]]
+    used = list(dict.fromkeys(n for names in lists for n in names))
+    if "server" in placement:
+        if len(set(servers)) != len(servers):
+            raise ConfigError("a host is placed twice in role server", file=source, key="placement.server")
+        if len(servers) < len(used):
+            raise ConfigError(f"this config runs {len(used)} servers ({', '.join(used)}) but the placement gives "
+                              f"{len(servers)}", file=source, key="server_names")
+        rename = dict(zip(used, servers))
+        renamed = [[rename[n] for n in names] for names in lists]
+        config["server_names"] = renamed if in_series else renamed[0]
+        regions = config.get("server_regions")
+        if regions is not None:
+            def move(r):
+                return {region: [rename.get(n, n) for n in names] for region, names in r.items()}
+            config["server_regions"] = [move(r) for r in regions] if isinstance(regions, list) else move(regions)
+        if any(a != b for a, b in rename.items()) and _uses_smr(config, 1):
+            warnings.append("Peloton-HS: HotStuff is pre-configured for us-east-1-0, us-east-1-1, us-east-1-2 and "
+                            "eu-west-1-0; with other server names edit src/scripts/hosts_pg_smr and "
+                            "src/scripts/config_pghs/shard0/hotstuff.gen.conf before running pghs_config_remote.sh")
+    if "client" in placement:
+        nodes = config.get("client_nodes_per_server", 1)
+        expected = {f"client-{i}-{j}" for i in range(len(used)) for j in range(nodes if isinstance(nodes, int) else 1)}
+        wrong = [h for h in placement["client"] if h.split(".")[0] not in expected]
+        if wrong:
+            raise ConfigError(f"client hosts are named by the scripts as client-<server>-<node> "
+                              f"({', '.join(sorted(expected))}); these are not: {', '.join(wrong)}",
+                              file=source, key="placement.client")
+    return warnings
+
+
+def _uses_smr(config: Mapping, mode: int) -> bool:
+    settings = config.get("replication_protocol_settings")
+    items = settings if isinstance(settings, list) else [settings]
+    return any(isinstance(s, Mapping) and s.get("SMR_mode") == mode for s in items)
+
+
+# --------------------------------------------------------------------------- changes
+
+def _changes(before: Any, after: Any, path: str = "") -> list[Change]:
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        out = []
+        for key in list(before) + [k for k in after if k not in before]:
+            if str(key).startswith("_") and key != LABELS_KEY:
+                continue
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in after or key not in before:
+                out.append(Change(sub, before.get(key), after.get(key)))
+            else:
+                out += _changes(before[key], after[key], sub)
+        return out
+    if before != after:
+        return [Change(path, before, after)]
+    return []
+
+
+def _short(value: Any, width: int = 90) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= width else text[:width - 1] + "…"

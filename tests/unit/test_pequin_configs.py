@@ -1,0 +1,205 @@
+"""Experiment configs derived from the authors' ones (reprobook.pequin), tested on the real files.
+
+The inputs are the 221 JSON files under ``experiment-configs/`` of fsuri/Pequin-Artifact at the pinned
+commit, taken from the local bare clone in ``../shared/git`` (folder names with spaces and colons, ``_``
+comment keys, series configs the script wrote and the authors copied back, and four files the script cannot
+run), and the series config the script wrote
+beside the authors' shipped TPCC output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprobook.errors import ConfigError
+from reprobook.loaders import get_loader
+from reprobook.pequin import ClientSetting, ExperimentParams, generate, load_config
+from reprobook.sources import Outputs
+from tests.conftest import ROOT
+
+GIT = ROOT.parent / "shared" / "git" / "github.com" / "fsuri" / "Pequin-Artifact"
+COMMIT = "3f47079c96be29565e16cefc21d14eda519c14a3"
+SAMPLE = ("github.com/fsuri/Pequin-Artifact/3f47079c96be29565e16cefc21d14eda519c14a3/sample-output/Pesto/"
+          "1-Workloads/TPCC")
+GUIDE_SERVERS = [f"{region}-{i}" for region in ("us-east-1", "eu-west-1", "ap-northeast-1", "us-west-1",
+                                                "eu-central-1", "ap-southeast-2") for i in range(3)]
+PARAMS = ExperimentParams(project="myproject-pg0", experiment="pesto", user="alice",
+                          local_output_dir="/home/alice/pesto output", src_dir="/home/alice/Pequin-Artifact/src")
+# the authors' files the experiment script cannot run as they are, and the key generate() names
+UNRUNNABLE = {
+    "Config-Override-Test/user_override.json": "experiment_independent_vars",
+    "Config-Override-Test/backups/user_override.json": "experiment_independent_vars",
+    "Cockroach-Deprecated/CRDB-TPCC-SQL-9s.json": "server_regions",
+    "Pesto/2-Microbenchmarks/3-ReplicaFailure/Uniform-Failure-2-high.json": "client_total",
+}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory) -> Path:
+    """``experiment-configs/`` of the pinned commit, extracted from the bare clone."""
+    if not GIT.is_dir():
+        why = f"no clone of fsuri/Pequin-Artifact at {GIT}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    archive = subprocess.run(["git", "--git-dir", str(GIT), "archive", COMMIT, "experiment-configs"],
+                             capture_output=True, check=True).stdout
+    root = tmp_path_factory.mktemp("pequin")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    return root / "experiment-configs"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_every_authors_config_is_derived_or_refused_by_name(configs):
+    files = sorted(configs.rglob("*.json"))
+    assert len(files) == 221
+    before = {p: digest(p) for p in files}
+    refused = {}
+    params = ExperimentParams(**{**PARAMS.__dict__, "clients": [5, 10, ClientSetting(20, 8, 2)], "duration_s": 30,
+                                 "ramp_s": 5, "runs": 2})
+    for path in files:
+        try:
+            generated = generate(path, params, placement={"server": GUIDE_SERVERS})
+        except ConfigError as exc:
+            refused[str(path.relative_to(configs))] = exc.key
+            assert str(path) in str(exc)
+            continue
+        config = generated.config
+        assert (config["project_name"], config["experiment_name"], config["emulab_user"]) == \
+            ("myproject-pg0", "pesto", "alice")
+        assert config["base_remote_bin_directory_nfs"] == "/users/alice/indicus"
+        assert config["client_experiment_length"] == 30 and config["num_experiment_runs"] == 2
+        assert not any("fs435" in str(config.get(k, ""))
+                       for k in ("benchmark_schema_file_path", "bftsmart_codebase_dir"))
+        # the comments are the authors': every _key kept as it was
+        assert {k: v for k, v in config.items() if k.startswith("_")} == \
+            {k: v for k, v in generated.original.items() if k.startswith("_")}
+    assert refused == UNRUNNABLE
+    assert {p: digest(p) for p in files} == before  # the authors' files are untouched
+
+
+def test_tpcc_config_diff_and_write(configs, tmp_path):
+    source = configs / "Pesto/1-Workloads/TPCC/LAN/Pequin-TPCC-SQL-20wh.json"
+    params = ExperimentParams(**{**PARAMS.__dict__, "clients": [15, 30, 45], "duration_s": 30, "ramp_s": 5,
+                                 "labels": {"system": "Pesto", "workload": "TPCC"}})
+    generated = generate(source, params, placement={"server": [f"node-{i}" for i in range(6)]})
+    c = generated.config
+    assert c["client_total"] == [[15, 30, 45]] and c["client_processes_per_client_node"] == [[8, 8, 8]]
+    assert c["client_threads_per_process"] == [[1, 1, 1]]
+    assert c["server_names"] == [[f"node-{i}" for i in range(6)]]
+    assert c["server_regions"] == [{"us-east-1": ["node-0", "node-1", "node-2"],
+                                    "eu-west-1": ["node-3", "node-4", "node-5"]}]
+    assert c["_reprobook_labels"] == {"system": "Pesto", "workload": "TPCC"}
+    keys = [change.key for change in generated.changes]
+    assert keys == ["benchmark_schema_file_path", "experiment_name", "client_total", "client_processes_per_client_node",
+                    "client_threads_per_process", "client_experiment_length", "client_ramp_down", "client_ramp_up",
+                    "project_name", "server_names", "server_regions", "base_local_exp_directory",
+                    "base_remote_bin_directory_nfs", "emulab_user", "src_directory", "_reprobook_labels"]
+    diff = generated.diff()
+    assert diff.startswith(f"--- {source} (the authors')\n+++ Pequin-TPCC-SQL-20wh.json (generated)\n")
+    assert '-  "emulab_user": "fs435",\n+  "emulab_user": "alice",' in diff
+    assert '+  "base_local_exp_directory": "/home/alice/pesto output",' in diff
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = {line[1:] for line in diff.splitlines() if line.startswith("+")}
+    assert len(removed) == 35  # a comment key's line only gains the comma before the added _reprobook_labels
+    assert all(line[1:] + "," in added for line in removed if line.startswith('-  "_'))
+    assert len(generated.table()) == len(keys)
+    written = generated.write(tmp_path / "run dir")
+    assert written == tmp_path / "run dir" / "Pequin-TPCC-SQL-20wh.json"
+    assert json.loads(written.read_text()) == c
+    assert generate(written, PARAMS).original == c  # a generated config is itself an experiment config
+    with pytest.raises(ConfigError, match="refusing to overwrite the authors' config"):
+        generated.write(source.parent)
+
+
+def test_series_shapes(configs, mirror):
+    # a series the script wrote, which the authors kept as a config: one client setting, flat values
+    eager = generate(configs / "Pesto/2-Microbenchmarks/3-ReplicaFailure/Uniform-Eager-0.json",
+                     ExperimentParams(**{**PARAMS.__dict__, "clients": [10, 20]}))
+    assert eager.config["client_total"] == [10, 20] and eager.config["replication_protocol"] == "pequin"
+    # three series of 14 points each (Basil's read quorums): the client series goes to every series
+    combined = generate(configs / "Basil/4-Micro: Reads/combined.json", ExperimentParams(**{**PARAMS.__dict__,
+                        "clients": [40, 80]}))
+    assert combined.config["client_total"] == [[40, 80]] * 3
+    # one series as the script wrote it beside the authors' output: the client keys are its only group
+    series = mirror / SAMPLE / "Pequin-TPCC-SQL-20wh-0.json"
+    generated = generate(series, ExperimentParams(**{**PARAMS.__dict__, "clients": [15, 30]}))
+    assert generated.config["client_total"] == [15, 30] and generated.config["client_threads_per_process"] == [1, 1]
+    assert generated.config["server_names"] == load_config(series)["server_names"]
+    point = mirror / SAMPLE / "2024-10-21-16-59-02" / "Pequin-TPCC-SQL-20wh-0-0.json"
+    with pytest.raises(ConfigError, match="resolved down to one client setting") as info:
+        generate(point, PARAMS)
+    assert info.value.key == "experiment_independent_vars_unused"
+
+
+def test_placement(configs):
+    sharded = configs / "Pesto/1-Workloads/TPCC/LAN/Pequin-TPCC-SQL-20wh-3s.json"
+    with pytest.raises(ConfigError, match="runs 18 servers .* gives 6") as info:
+        generate(sharded, PARAMS, placement={"server": GUIDE_SERVERS[:6]})
+    assert info.value.key == "server_names" and str(sharded) in str(info.value)
+    assert len(generate(sharded, PARAMS, placement={"server": GUIDE_SERVERS}).config["server_names"][0]) == 18
+    hotstuff = configs / "Peloton/TPCC/1-LAN/Peloton-HS-TPCC-20wh.json"
+    same = generate(hotstuff, PARAMS, placement={"server": GUIDE_SERVERS[:3] + ["eu-west-1-0"]})
+    assert same.warnings == () and not [c for c in same.changes if c.key == "server_names"]
+    moved = generate(hotstuff, PARAMS, placement={"server": ["a", "b", "c", "d"]})
+    assert moved.config["server_names"] == [["a", "b", "c", "d"]]
+    assert any("hotstuff.gen.conf" in w for w in moved.warnings)
+    with pytest.raises(ConfigError, match="client-<server>-<node>") as info:
+        generate(hotstuff, PARAMS, placement={"server": GUIDE_SERVERS[:4], "client": ["client-0-0", "laptop"]})
+    assert info.value.key == "placement.client"
+    generate(hotstuff, PARAMS, placement={"client": ["client-0-0.pesto.myproject-pg0.utah.cloudlab.us", "client-3-0"]})
+    with pytest.raises(ConfigError, match="unknown role 'storage'"):
+        generate(hotstuff, PARAMS, placement={"storage": ["x"]})
+    with pytest.raises(ConfigError, match="placed twice"):
+        generate(hotstuff, PARAMS, placement={"server": ["a", "a", "b", "c"]})
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"duration_s": 20, "ramp_s": 10}, "client_experiment_length", "leaves nothing to measure"),
+    ({"duration_s": -1}, "client_experiment_length", "non-negative integer"),
+    ({"runs": 0}, "num_experiment_runs", "positive integer"),
+    ({"clients": []}, "client_total", "empty"),
+    ({"clients": [ClientSetting(10, 0, 1)]}, "client_total", "positive integers"),
+    ({"user": ""}, "emulab_user", "non-empty string"),
+])
+def test_bad_parameters_name_the_key(configs, change, key, words):
+    with pytest.raises(ConfigError, match=words) as info:
+        generate(configs / "Pesto/1-Workloads/Seats/Pequin-Seats-sf1.json",
+                 ExperimentParams(**{**PARAMS.__dict__, **change}))
+    assert info.value.key == key
+
+
+def test_cluster_domain_and_commented_keys(configs):
+    path = configs / "Pesto/2-Microbenchmarks/3-ReplicaFailure/Uniform-Failure-2-high.json"
+    with pytest.raises(ConfigError, match="commented out as '_client_total'"):
+        generate(path, PARAMS)
+    generated = generate(configs / "Pesto/1-Workloads/Auctionmark/Pequin-Auction-sf1.json",
+                         ExperimentParams(**{**PARAMS.__dict__, "cluster_domain": "wisc.cloudlab.us"}))
+    assert generated.config["server_host_format_str"] == "%s.%s.%s.wisc.cloudlab.us"
+    assert generated.config["client_host_format_str"] == "client-%d-%d.%s.%s.wisc.cloudlab.us"
+
+
+def test_a_generated_configs_labels_reach_the_loader(mirror, tmp_path):
+    """The shipped TPCC setting, its resolved config carrying labels as a generated config would."""
+    import shutil
+    point = mirror / SAMPLE / "2024-10-21-16-59-02" / "2024-10-21-17-04-33"
+    shutil.copytree(point, tmp_path / "exp" / point.name)
+    resolved = tmp_path / "exp" / point.name / "Pequin-TPCC-SQL-20wh-0-2.json"
+    data = json.loads(resolved.read_text())
+    data["_reprobook_labels"] = {"system": "Pesto", "workload": "TPCC", "experiment": "sharding"}
+    resolved.write_text(json.dumps(data))
+    outputs = Outputs("pesto/test", "live", "test", {"runs": (tmp_path / "exp",)}, location="test")
+    row = get_loader("pesto.curves")(outputs).iloc[0]
+    assert (row["experiment"], row["system"], row["client_total"]) == ("sharding", "Pesto", 30)
