@@ -24,6 +24,7 @@ from reprobook.parsers import verus as parse
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 from tests.support.artifacts import NR, STORAGE, VERUS
+from tests.support.outputs import raises_at
 
 SHARED = ROOT.parent / "shared"
 MILLI_COLUMNS = ["benchmark", "experiment", "tool", "pushes", "function", "outcome", "sample",
@@ -52,18 +53,6 @@ def write(directory: Path, name: str, content: str) -> Path:
     path = directory / name
     path.write_text(content, encoding="utf-8", newline="")
     return path
-
-
-def raises_at(call, path, line, field=None, match=None) -> OutputError:
-    with pytest.raises(OutputError, match=match) as info:
-        call()
-    assert str(path) in str(info.value)
-    assert info.value.line == line
-    if line is not None:
-        assert f"line {line}" in str(info.value)
-    if field is not None:
-        assert info.value.field == field
-    return info.value
 
 
 def test_every_verus_loader_is_registered():

@@ -17,6 +17,7 @@ from reprobook.errors import OutputError
 from reprobook.parsers import gotest, jsonfmt, latex, tables, text
 from tests.conftest import ROOT
 from tests.support.artifacts import NR, STORAGE, VERUS
+from tests.support.outputs import raises_at
 
 LEDGER = ("github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2"
           "/go-algorand/ledger")
@@ -45,18 +46,6 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     else:
         path.write_text(content, encoding="utf-8", newline="")
     return path
-
-
-def raises_at(call, path, line, field=None, match=None) -> OutputError:
-    with pytest.raises(OutputError, match=match) as info:
-        call()
-    assert str(path) in str(info.value)
-    assert info.value.line == line
-    if line is not None:
-        assert f"line {line}" in str(info.value)
-    if field is not None:
-        assert info.value.field == field
-    return info.value
 
 
 # --- text: lines, numbers, labelled numbers ----------------------------------------------------
