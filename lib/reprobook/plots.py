@@ -232,5 +232,6 @@ def overlay(measured: pd.DataFrame, published: pd.DataFrame | None = None, *, x:
     if title:
         ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small", loc="best")
+    if ax.get_legend_handles_labels()[0]:  # nothing measured nor published: no legend (and no warning)
+        ax.legend(fontsize="small", loc="best")
     return ax
