@@ -1,4 +1,4 @@
-"""One command on 8 hosts at once against the same command on 1 host.
+"""One command on 8 hosts (and on 36, a Pesto cluster) at once against the same command on 1 host.
 
 Eight hosts ``node1`` .. ``node8`` (127.0.0.2 .. 127.0.0.9), one sshd each. reprobook:
 `reprobook.group.HostGroup.run` on a new group (connections opened in parallel, as a notebook does
@@ -24,6 +24,8 @@ from .common import MIB, Context, CpuMeter, Result, Samples, fmt_s, timed
 
 TARGET_RATIO = 1.5
 N_HOSTS = 8
+CLUSTER_HOSTS = 36
+"""The largest Pesto placement of the guide: 36 CloudLab nodes."""
 
 
 def run(ctx: Context) -> list[Result]:
@@ -35,17 +37,20 @@ def run(ctx: Context) -> list[Result]:
         if ctx.quick or not startup_files:
             commands.popitem()  # the CPU-bound variant is for information only
         results += _hosts(ctx, commands, startup_files)
+    # cluster scale (a Pesto cluster: 36 CloudLab nodes), on lean hosts only
+    results += _hosts(ctx, {"sleep 0.2; hostname": True}, False, CLUSTER_HOSTS)
     return results
 
 
-def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool) -> list[Result]:
+def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool, n_hosts: int = N_HOSTS) -> list[Result]:
     from reprobook.group import HostGroup
 
     first = 2 if startup_files else 22
-    ctx.log(f"starting {N_HOSTS} sshd hosts on 127.0.0.{first} .. 127.0.0.{first + N_HOSTS - 1}, "
+    ctx.log(f"starting {n_hosts} sshd hosts on 127.0.0.{first} .. 127.0.0.{first + n_hosts - 1}, "
             + ("their login shells reading this user's ~/.bashrc" if startup_files else
                "their login shells reading no startup files (SHLVL=1, like a stock ~/.bashrc on a testbed)"))
-    aliases = [ctx.node(i, startup_files=startup_files) for i in range(1, N_HOSTS + 1)]
+    aliases = [ctx.node(i, startup_files=startup_files) for i in range(1, n_hosts + 1)]
+    N = n_hosts
     logins = "" if startup_files else ", lean logins"
     repeats = ctx.repeats(3, 1)
     warmup = 0 if ctx.quick else 1  # first connections and imports; --quick saves the round
@@ -67,15 +72,15 @@ def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool) -> list
     results = []
     for cmd, targeted in commands.items():
         short = cmd if targeted else "sha256sum 16 MiB"
-        t = {k: [] for k in ("cold8", "warm8", "cold1", "warm1", "plain8", "plain1")}
+        t = {k: [] for k in (f"cold{N}", f"warm{N}", "cold1", "warm1", f"plain{N}", "plain1")}
         cpu = {k: CpuMeter() for k in t}
-        host_cpu = {"reprobook8": 0.0, "plain8": 0.0}
-        ctx.log(f"{short!r}: {repeats} round(s) (after {warmup} warm-up) of 8 hosts and 1 host, "
+        host_cpu = {f"reprobook{N}": 0.0, f"plain{N}": 0.0}
+        ctx.log(f"{short!r}: {repeats} round(s) (after {warmup} warm-up) of {N} hosts and 1 host, "
                 f"reprobook and plain ssh")
         for i in range(1 - warmup, repeats + 1):  # round 0 is the warm-up
             round_t = {}
             meters = {k: CpuMeter() for k in t}
-            for n in (N_HOSTS, 1):
+            for n in (N, 1):
                 h0 = ctx.testbed_cpu_s()
                 group = HostGroup(ctx.ssh_host(a) for a in aliases[:n])
                 try:
@@ -89,9 +94,9 @@ def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool) -> list
                 with meters[f"plain{n}"].measure():
                     round_t[f"plain{n}"], _ = timed(lambda: plain_run(aliases[:n], cmd))
                 h2 = ctx.testbed_cpu_s()
-                if n == N_HOSTS and i > 0:
-                    host_cpu["reprobook8"] += (h1 - h0) / repeats
-                    host_cpu["plain8"] += (h2 - h1) / repeats
+                if n == N and i > 0:
+                    host_cpu[f"reprobook{N}"] += (h1 - h0) / repeats
+                    host_cpu[f"plain{N}"] += (h2 - h1) / repeats
             if i == 0:
                 continue  # warm-up
             for k, m in meters.items():
@@ -102,34 +107,34 @@ def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool) -> list
                 t[k].append(v)
             ctx.log(f"round {i}/{repeats}: " + ", ".join(f"{k} {fmt_s(v)}" for k, v in round_t.items()))
         s = {k: Samples(tuple(v)) for k, v in t.items()}
-        plain_ratio = s["plain8"].median / s["plain1"].median
+        plain_ratio = s[f"plain{N}"].median / s["plain1"].median
         for kind, what in (("cold", "connecting"), ("warm", "connected")):
-            r8, r1 = s[f"{kind}8"].median, s[f"{kind}1"].median
+            r8, r1 = s[f"{kind}{N}"].median, s[f"{kind}1"].median
             ratio = r8 / r1
-            m8 = cpu[f"{kind}8"]
+            m8 = cpu[f"{kind}{N}"]
             busy = m8.machine_s / m8.wall_s  # cores busy on average
             cores = os.cpu_count()
-            notes = [f"during the 8-host runs the machine ({cores} cores, every process on it) was {busy / cores:.0%} "
+            notes = [f"during the {N}-host runs the machine ({cores} cores, every process on it) was {busy / cores:.0%} "
                      f"busy ({m8.machine_s / repeats:.2f} core-s per run, of which reprobook's own process "
-                     f"{m8.process_s / repeats:.2f}); the 8 hosts are sshd processes sharing those cores; "
-                     f"reprobook's 8-vs-1 ratio over plain ssh's: {ratio / plain_ratio:.2f}",
-                     f"the hosts' own CPU (sshd sessions, remote shells) per 8-host round: reprobook "
-                     f"{host_cpu['reprobook8']:.2f} core-s (8 connections, 2 commands each), plain ssh "
-                     f"{host_cpu['plain8']:.2f} core-s (8 connections, 1 command each); on {cores} cores that alone "
-                     f"takes >= {host_cpu['reprobook8'] / 2 / cores:.2f} s per 8-host run of reprobook, "
-                     f"{host_cpu['plain8'] / cores:.2f} s of plain ssh"]
+                     f"{m8.process_s / repeats:.2f}); the {N} hosts are sshd processes sharing those cores; "
+                     f"reprobook's {N}-vs-1 ratio over plain ssh's: {ratio / plain_ratio:.2f}",
+                     f"the hosts' own CPU (sshd sessions, remote shells) per {N}-host round: reprobook "
+                     f"{host_cpu[f'reprobook{N}']:.2f} core-s ({N} connections, 2 commands each), plain ssh "
+                     f"{host_cpu[f'plain{N}']:.2f} core-s ({N} connections, 1 command each); on {cores} cores that alone "
+                     f"takes >= {host_cpu[f'reprobook{N}'] / 2 / cores:.2f} s per {N}-host run of reprobook, "
+                     f"{host_cpu[f'plain{N}'] / cores:.2f} s of plain ssh"]
             results.append(Result(
-                "fanout", f"fanout {short!r} 8 vs 1 hosts, {what}{logins}",
-                f"reprobook 8 hosts {fmt_s(r8)}, 1 host {fmt_s(r1)}; plain ssh 8 {fmt_s(s['plain8'].median)}, "
+                "fanout", f"fanout {short!r} {N} vs 1 hosts, {what}{logins}",
+                f"reprobook {N} hosts {fmt_s(r8)}, 1 host {fmt_s(r1)}; plain ssh {N} {fmt_s(s[f'plain{N}'].median)}, "
                 f"1 {fmt_s(s['plain1'].median)}",
                 value=ratio, unit="x", plain_tool="ssh in parallel", plain_value=plain_ratio, ratio=ratio,
                 comparison=f"{ratio:.2f}x (plain ssh {plain_ratio:.2f}x)",
                 target=f"<= {TARGET_RATIO:g}x" if targeted else "",
                 passed=(ratio <= TARGET_RATIO) if targeted else None,
-                notes=notes if targeted else notes + [f"CPU-bound: {N_HOSTS} hashes share this machine's "
+                notes=notes if targeted else notes + [f"CPU-bound: {N} hashes share this machine's "
                                                       f"{os.cpu_count()} cores (information, no target)"],
                 samples={**{k: v.as_dict() for k, v in s.items() if k.startswith((kind, "plain"))},
-                         "host_side_cpu_core_s_per_8_host_round": host_cpu,
+                         f"host_side_cpu_core_s_per_{N}_host_round": host_cpu,
                          "cpu_core_s_per_run": {k: {"process": c.process_s / repeats, "machine": c.machine_s / repeats}
                                                 for k, c in cpu.items() if k.startswith((kind, "plain"))}}))
     return results

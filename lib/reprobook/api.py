@@ -11,7 +11,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from . import checks, loaders, plots, sources, verdicts
+from . import checks, loaders, pages, plots, sources, verdicts
 from .config import Claim, Project, duration_words, load_project
 
 _PROJECTS: dict[tuple, Project] = {}
@@ -27,7 +27,14 @@ def project(root: str | Path | None = None) -> Project:
 
 
 def claim(key: str) -> Claim:
-    """A claim by ``paper/claim``, e.g. ``aardvark/validator-throughput``."""
+    """A claim by ``paper/claim``, e.g. ``aardvark/validator-throughput``.
+
+    In a notebook (the first call every claim page makes) it also has tables shown without
+    pandas' index, scrolling within their cell (`reprobook.pages.show_tables`). That is done
+    here rather than on import: the book's kernels are forked from a process that imported
+    the library before any notebook shell existed.
+    """
+    pages.show_tables()
     return project().claim(key)
 
 
@@ -55,13 +62,74 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     A run on a host below the claim's requirements (``allow_small_host``)
     carries that as a warning beside the verdict.
     """
+    from .requirements import differences
     label = outputs.label if outputs.available else "not run"
     warnings = [f"the host fell short of this claim's machine requirements: {'; '.join(outputs.shortfalls)}. "
                 f"Its numbers are not comparable with the paper's."] if outputs.shortfalls else []
+    differ = differences(outputs.host_facts, claim.authors_machine) if outputs.host_facts else []
+    if differ and outputs.available:
+        warnings.append(f"the host differs from the machine the authors measured on: {'; '.join(differ)}.")
     _CHECKED[claim.key] = outputs  # glue_verdict records the source tag with the verdict
     verdict = checks.check_claim(claim, measured, source=label, warnings=warnings,
-                                 not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None)
-    return dataclasses.replace(verdict, source_id=outputs.source)
+                                 not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None,
+                                 scale=outputs.scale if outputs.available else None, host_facts=outputs.host_facts)
+    wording = _wording(claim, verdict, outputs)
+    reason = (f"the published numbers are computed from these same files, so this compares the authors' raw "
+              f"results with values derived from them; {verdict.reason}" if wording else verdict.reason)
+    return dataclasses.replace(verdict, source_id=outputs.source, statement=claim.statement, wording=wording,
+                               reason=reason)
+
+
+def _wording(claim: Claim, verdict: checks.ClaimVerdict, outputs: sources.Outputs) -> str:
+    """What a verdict says when "holds" or "fails" would claim more than was compared.
+
+    When the published numbers are computed from the authors' shipped outputs
+    (``published_from_reference`` in the paper file), judging those same outputs
+    compares them with values derived from themselves: the verdict then says the
+    data is consistent with the authors' raw results, not that the claim holds.
+    """
+    if claim.published_from_reference and outputs.kind == "reference":
+        return {checks.Verdict.HOLDS: "consistent with the authors' raw results",
+                checks.Verdict.FAILS: "inconsistent with the authors' raw results"}.get(verdict.verdict, "")
+    return ""
+
+
+def deviations(claim: Claim, outputs: sources.Outputs):
+    """The scale the numbers were measured at and what the run did differently from the guide, as Markdown.
+
+    For a live or imported run: its scale (with what it means), each deviation recorded in its
+    manifest (toolchains substituted, source constants patched, with the diff) and the toolchains
+    its steps reported. For the authors' shipped outputs: the paper's scale, as the authors ran it.
+    See `reprobook.scales`.
+    """
+    from IPython.display import Markdown
+    from .scales import PAPER
+    if not outputs.available:
+        return Markdown("Nothing was measured, so there is no scale or deviation to report.")
+    if outputs.kind == "reference":
+        about = claim.scales[PAPER].about if claim.scales else ""
+        return Markdown(f"**Scale:** {PAPER}" + (f" ({about})" if about else "")
+                        + ": the authors' own runs, as they ship them.")
+    lines = []
+    if outputs.scale:
+        about = claim.scales[outputs.scale].about if outputs.scale in claim.scales else ""
+        lines.append(f"**Scale:** {outputs.scale}" + (f" ({about})" if about else "") + ".")
+        if outputs.scale != PAPER:
+            lines[-1] += (" It tries the whole pipeline at sizes a small host finishes in minutes; the checks say "
+                          "which of them this scale can judge.")
+    given = ", ".join(f"{k}={v}" for k, v in outputs.parameters.items() if k != "scale")
+    if given:
+        lines += ["", f"**Parameters of the run:** {given}."]
+    devs = list(outputs.deviations)
+    lines += ["", "**Deviations from the guide:**" + ("" if devs else " none recorded.")]
+    for d in devs:
+        lines.append(f"- *{d.get('kind', 'other')}*: {d.get('what', '')}")
+    for d in devs:
+        if d.get("diff"):
+            lines += ["", "The patch the run applied to the checkout:", "", "```diff", d["diff"].rstrip(), "```"]
+    if outputs.toolchains:
+        lines += ["", "**Toolchains the steps reported:** " + "; ".join(f"`{t}`" for t in outputs.toolchains) + "."]
+    return Markdown("\n".join(lines))
 
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:
@@ -74,19 +142,22 @@ def tolerance(claim: Claim, *, y: str | None = None):
     return plots.tolerance(claim, y=y)
 
 
-def plot(claim: Claim, measured: pd.DataFrame, **overrides):
+def plot(claim: Claim, measured: pd.DataFrame | Mapping[str, pd.DataFrame], **overrides):
     """Every plot the claim declares, measured (solid) against published (hollow) with the accepted band.
 
-    Keyword arguments override the claim's plot settings (for all its plots).
-    Returns the figure; in a notebook it is shown.
+    ``measured`` is the table of `load`, or several runs to overlay, by label:
+    each is a series of its own marker and line style (two hosts, two dates).
+    Facets, hue and scales come from the claim's ``plot`` entries; keyword
+    arguments override them (for all its plots). Returns the figure; in a
+    notebook it is shown.
+
+    Examples
+    --------
+    >>> rb.plot(claim, measured)
+    >>> runs = {o.label: rb.load(claim, o) for o in (rb.obtain(claim, "RUN_A"), rb.obtain(claim, "RUN_B"))}
+    >>> rb.plot(claim, runs)
     """
-    import matplotlib.pyplot as plt
-    n = max(1, len(claim.plots))
-    fig, axes = plt.subplots(n, 1, figsize=(8, 4.5 * n), squeeze=False)
-    for i in range(n):
-        plots.claim_plot(claim, measured, index=i, ax=axes[i][0], **overrides)
-    fig.tight_layout()
-    return fig
+    return plots.claim_figure(claim, measured, **overrides)
 
 
 def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict | None = None):
@@ -110,9 +181,25 @@ def plan(claim: Claim):
     paper = project().paper(claim.paper)
     lines = []
     if claim.runs_live:
+        from .steps import sweep_points
+        where = "the host" if not claim.roles else f"the {claim.control_role} host"
         lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
-                  "the host as one detached job. A step that finished is not run again when a failed run is "
+                  f"{where} as one detached job. A step that finished is not run again when a failed run is "
                   "launched once more.", ""]
+        if claim.roles:
+            lines += ["It takes a cluster of `configs/hosts.yaml` (`--host CLUSTER`, or `host=\"CLUSTER\"` here), "
+                      "whose roles give these hosts; each is checked against its role before anything starts, and "
+                      "all are held for the run:", ""]
+            lines += [f"- **{r.name}**: {r.count_words}" + (f" — {r.description}" if r.description else "")
+                      for r in claim.roles.values()] + [""]
+        points = sweep_points(claim, {})
+        if claim.sweep_axes:
+            lines += [f"The steps marked *sweep* run once per point of the sweep over "
+                      f"{' × '.join(f'`{a}`' for a in claim.sweep_axes)} ({len(points)} points by default), each "
+                      f"point resumable on its own.", ""]
+        if claim.inputs:
+            lines += [f"Before it starts, `{claim.inputs['generator']}` derives the files the steps read from "
+                      "`$RB_INPUTS` (kept with the run, each with its diff against the authors' file).", ""]
         for i, (name, step) in enumerate(step_plan(paper, claim), 1):
             if step is None:
                 lines += [f"{i}. **Check out** " + ", ".join(f"`{r.url}` at `{r.commit[:12]}`"
@@ -120,7 +207,10 @@ def plan(claim: Claim):
                           + " (with submodules)", ""]
                 continue
             when = f" (about {duration_words(step.expected_minutes)})" if step.expected_minutes else ""
-            lines += [f"{i}. **{name}**{when}, in `{step.cwd or '.'}`" + (f" — {step.note.strip()}" if step.note else ""),
+            tags = (f", on every {step.role} host" if step.role and step.role != claim.control_role else "") + \
+                   (", *sweep*: once per point" if step.sweep else "")
+            lines += [f"{i}. **{name}**{when}, in `{step.cwd or '.'}`{tags}"
+                      + (f" — {step.note.strip()}" if step.note else ""),
                       "", "   ```bash", *("   " + l for l in step.run.rstrip().splitlines()), "   ```", ""]
     if claim.manual:
         lines += ["**Steps to run by hand** (reprobook shows them but cannot run them here):", ""]
@@ -217,5 +307,5 @@ def glue_verdict(verdict: checks.ClaimVerdict) -> None:
         from myst_nb import glue
     except ImportError:  # pragma: no cover - myst-nb is a dependency
         return
-    glue("verdict", str(verdict.verdict), display=False)
-    glue("margin", "n/a" if verdict.margin is None else f"{verdict.margin * 100:+.1f}%", display=False)
+    glue("verdict", verdict.says, display=False)
+    glue("margin", verdict.margin_words, display=False)

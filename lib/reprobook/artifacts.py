@@ -43,6 +43,24 @@ class ArtifactRef:
         return Path("github.com", *self.owner_repo.split("/"), self.commit, self.path)
 
 
+_SHOWN_REF = re.compile(r"\b(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{7,40}):(?P<path>[^\s;,()]+)")
+
+
+def link_refs(text: str) -> str:
+    """``text`` as HTML, each ``owner/repo@commit:path`` in it a link to that file at that commit on GitHub.
+
+    >>> link_refs("from derbear/edrax-vcs@1f1a3748d153:results")
+    'from <a href="https://github.com/derbear/edrax-vcs/tree/1f1a3748d153/results">derbear/edrax-vcs@1f1a3748d153:results</a>'
+    """
+    from html import escape
+    out, last = [], 0
+    for m in _SHOWN_REF.finditer(text):
+        url = f"https://github.com/{m['repo']}/tree/{m['commit']}/{m['path']}"
+        out += [escape(text[last:m.start()]), f'<a href="{escape(url)}">{escape(m.group(0))}</a>']
+        last = m.end()
+    return "".join(out) + escape(text[last:])
+
+
 def parse_ref(ref: str, paper: Paper | None = None) -> ArtifactRef:
     """Read ``repo@commit:path``; ``repo`` is a repository name of ``paper`` or ``owner/name``."""
     m = _REF.match(ref)

@@ -68,12 +68,14 @@ def fingerprints(project: Project) -> dict[str, str]:
     per_claim = []
     for paper in project.papers.values():
         config = paper.path.read_bytes()
-        pages[f"book/{paper.id}/index.ipynb"] = _h(common, config)
+        mine = []
         for claim in paper.claims.values():
             latest = store.latest(claim, params=claim.resolve_params({}))
             fp = _h(common, config, claim.key, latest.id if latest else "no-run")
             pages[f"notebooks/{paper.id}/{claim.id}.ipynb"] = fp
-            per_claim.append(fp)
+            mine.append(fp)
+        pages[f"book/{paper.id}/index.ipynb"] = _h(common, config, *mine)  # it lists its claims' verdicts
+        per_claim += mine
     pages["book/summary.ipynb"] = _h(common, *per_claim)
     return pages
 
@@ -274,13 +276,17 @@ def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], 
     verdicts.expect(record_dir, {key: pages[page] for key, page in claims.items()})
     verdicts.discard(record_dir, [key for key, page in claims.items() if page in stale])
     by_page = {page: key for key, page in claims.items()}
+    chapters = {f"book/{paper}/index.ipynb" for paper in project.papers}
     todo = []
     for path in notebook_pages(root):
         rel = path.relative_to(root).as_posix()
         if any(fnmatch.fnmatch(rel, pattern) for pattern in settings["exclude_patterns"]):
             continue
         env = {verdicts.ENV_FINGERPRINT: pages[rel]} if rel in by_page else {}
-        todo.append(execution.Page(path, env=env, last=rel == SUMMARY))
+        # the summary and the chapter pages show the verdicts the claim pages record: they run after them (a
+        # chapter page only when its data changed; otherwise its cached verdicts are still the right ones)
+        todo.append(execution.Page(path, env=env, last=rel == SUMMARY or (rel in chapters and rel in stale)))
+    todo.sort(key=lambda page: page.path == root / SUMMARY)  # the summary the very last: after the chapter pages too
     env = {**os.environ, "REPROBOOK_ROOT": str(root), verdicts.ENV_DIR: str(record_dir)}
     env.pop("REPROBOOK_VERDICT_FILE", None)
     outcomes = execution.execute(todo, cache_dir=cache_dir, workers=workers, timeout=settings["timeout"],

@@ -67,29 +67,73 @@ class ClaimVerdict:
     checks: tuple[CheckResult, ...] = ()
     warnings: tuple[str, ...] = ()
     source_id: str = ""       # "reference", the run id, or "none": what `--source` would name to get these numbers
+    wording: str = ""         # the verdict in words when "holds"/"fails" would overstate what was compared
+    statement: str = ""       # the claim in one paragraph, shown with the verdict
+    scale: str = ""           # the scale of the run judged ("" for a claim without scales; see reprobook.scales)
+
+    @property
+    def says(self) -> str:
+        """The verdict as the page and the summary say it: ``wording`` if set, else the verdict itself."""
+        return self.wording or str(self.verdict)
+
+    @property
+    def margin_words(self) -> str:
+        """``+12.3%``, or ``n/a`` when there is no finite margin."""
+        return margin_words(self.margin)
 
     def as_dict(self) -> dict:
-        return {"claim": self.claim, "verdict": str(self.verdict), "reason": self.reason, "margin": self.margin,
-                "source": self.source, "source_id": self.source_id, "checks": [c.as_dict() for c in self.checks],
-                "warnings": list(self.warnings)}
+        return {"claim": self.claim, "verdict": str(self.verdict), "wording": self.says, "reason": self.reason,
+                "margin": self.margin, "source": self.source, "source_id": self.source_id,
+                "checks": [c.as_dict() for c in self.checks], "warnings": list(self.warnings),
+                **({"scale": self.scale} if self.scale else {})}
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([c.as_dict() for c in self.checks], columns=["what", "kind", "verdict", "margin", "reason"])
 
     def __str__(self) -> str:
-        return f"{self.claim}: {self.verdict} ({self.reason}) [source: {self.source}]"
+        return f"{self.claim}: {self.says} ({self.reason}) [source: {self.source}]"
+
+    def badge_html(self) -> str:
+        """The claim, its verdict (with margin and source) and any caution, as one block: the top of its page.
+
+        The block is delimited by `BADGE_START` and `BADGE_END`, so that the book can lift it to the
+        top of the claim's page (`reprobook.sphinxext`).
+        """
+        from html import escape
+
+        from .artifacts import link_refs
+        colour = colour_of(self.verdict)
+        claim = (f"<p class='reprobook-badge-claim'><b>Claim.</b> {escape(self.statement)}</p>"
+                 if self.statement else "")
+        margin = (f" <span class='reprobook-badge-margin'>margin {self.margin_words}</span>"
+                  if self.margin_words != "n/a" else "")
+        warn = "".join(f"<p class='reprobook-caution'><b>Caution:</b> {escape(w)}</p>" for w in self.warnings)
+        return (f"{BADGE_START}<div class='reprobook-badge reprobook-{str(self.verdict).replace(' ', '-')}' "
+                f"style='border-left:6px solid {colour}'>{claim}"
+                f"<p class='reprobook-badge-verdict'>Verdict: <b style='color:{colour}'>{escape(self.says)}</b>"
+                f"{margin}</p><p>{escape(self.reason)}</p>"
+                f"<p><i>Source of the measured numbers: {link_refs(self.source)}</i></p>"
+                + (f"<p class='reprobook-scale'>Scale of the run: <b>{escape(self.scale)}</b></p>" if self.scale else "")
+                + f"{warn}</div>{BADGE_END}")
 
     def _repr_html_(self) -> str:
         from html import escape
         rows = "".join(
             f"<tr><td>{escape(c.what)}</td><td style='color:{colour_of(c.verdict)}'><b>{c.verdict}</b></td>"
             f"<td>{escape(c.reason)}</td></tr>" for c in self.checks)
-        warn = "".join(f"<p style='color:#9a6700'><b>Caution:</b> {escape(w)}</p>" for w in self.warnings)
         table = (f"<table><tr><th>check</th><th>verdict</th><th>reason and margin</th></tr>{rows}</table>"
                  if rows else "")
-        return (f"<div class='reprobook-verdict'><p style='font-size:1.2em'>Verdict: "
-                f"<b style='color:{colour_of(self.verdict)}'>{self.verdict}</b> — {escape(self.reason)}</p>"
-                f"<p><i>Source of the measured numbers: {escape(self.source)}</i></p>{warn}{table}</div>")
+        return f"<div class='reprobook-verdict'>{self.badge_html()}{table}</div>"
+
+
+BADGE_START, BADGE_END = "<!-- reprobook-badge -->", "<!-- /reprobook-badge -->"
+
+
+def margin_words(margin: float | None) -> str:
+    """A margin as the pages say it: ``+12.3%``, or ``n/a`` when there is none (or it is not finite)."""
+    if margin is None or not math.isfinite(margin):
+        return "n/a"
+    return f"{margin * 100:+.1f}%"
 
 
 def colour_of(v: Verdict | str) -> str:
@@ -111,6 +155,9 @@ _COMMON = {
     "value": {"type": "string"},
     "select": _SELECT,
     "by": {"type": "array", "items": {"type": "string"}},
+    # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.scales)
+    "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
+        "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
 }
 _TARGETS = ("target", "target_published", "target_rows")
 
@@ -192,8 +239,10 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
         if isinstance(ref, Mapping) and ref["published"] not in known:
             raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
                               key=f"{key}.{opt}.published")
-    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value")}
-    return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts)
+    from .scales import parse_needs
+    needs = parse_needs(raw.get("needs"), file=file, key=f"{key}.needs")
+    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs")}
+    return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts, needs=needs)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -513,31 +562,50 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     return KINDS[spec.kind].judge(spec, rows, data, published)
 
 
+def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts: Mapping | None) -> CheckResult:
+    """``result`` as the run can judge it: ``inconclusive`` when the check's needs are not met, the scale named."""
+    unmet = spec.needs.unmet(scale, host_facts) if spec.needs else []
+    if unmet:
+        why = f" ({spec.needs.why})" if spec.needs.why else ""
+        return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE,
+                           f"cannot be judged on this run: {'; '.join(unmet)}{why}. Measured: {result.reason}",
+                           None, result.evidence)
+    if scale and scale != "paper" and result.verdict in (Verdict.HOLDS, Verdict.FAILS):
+        return CheckResult(result.what, result.kind, result.verdict, f"at {scale} scale: {result.reason}",
+                           result.margin, result.evidence)
+    return result
+
+
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
                 published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
-                warnings: Iterable[str] = ()) -> ClaimVerdict:
+                warnings: Iterable[str] = (), scale: str | None = None,
+                host_facts: Mapping | None = None) -> ClaimVerdict:
     """Every check of ``claim`` on ``measured``; ``None`` or an empty table means ``not run``.
 
     The claim holds only if every check holds; it fails if any fails; else it
     is inconclusive. The margin reported is the tightest of the checks.
     ``warnings`` (e.g. the host fell short of the claim's requirements) are
-    carried to the page beside the verdict.
+    carried to the page beside the verdict. ``scale`` and ``host_facts`` are
+    the run's (None for the authors' shipped outputs): a check that needs
+    another scale or a bigger host (its ``needs``) is ``inconclusive`` with
+    the reason and its measured values, and a check judged at a scale other
+    than the paper's says so in its reason.
     """
     pub = dict(published) if published is not None else {n.id: n for n in claim.published}
     warnings = tuple(warnings)
     if measured is None or measured.empty:
         return ClaimVerdict(claim.key, Verdict.NOT_RUN, not_run_reason or "no outputs are available for this claim",
                             None, source, (), warnings)
-    results = tuple(evaluate_check(spec, measured, pub) for spec in claim.checks)
+    results = tuple(_judged(spec, evaluate_check(spec, measured, pub), scale, host_facts) for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if failing:
         worst = min(failing, key=lambda r: r.margin)
         return ClaimVerdict(claim.key, Verdict.FAILS, f"{worst.what}: {worst.reason}", worst.margin, source, results,
-                            warnings)
+                            warnings, scale=scale or "")
     if unsure:
         return ClaimVerdict(claim.key, Verdict.INCONCLUSIVE, f"{unsure[0].what}: {unsure[0].reason}", None,
-                            source, results, warnings)
+                            source, results, warnings, scale=scale or "")
     tight = min(results, key=lambda r: r.margin)
     return ClaimVerdict(claim.key, Verdict.HOLDS, f"tightest check — {tight.what}: {tight.reason}", tight.margin,
-                        source, results, warnings)
+                        source, results, warnings, scale=scale or "")

@@ -41,7 +41,9 @@ def cmd_claims(args) -> int:
         if args.paper and c.paper != args.paper:
             continue
         rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
-                     "machine": "; ".join(c.requires.describe()) or "any",
+                     "machine": ("; ".join(c.requires.describe()) or "any") + (
+                         "; roles: " + ", ".join(f"{r.name} ({r.count_words})" for r in c.roles.values())
+                         if c.roles else ""),
                      "live run": c.expected_time or "-",
                      "authors' outputs": "yes" if c.reference else "no"})
     _print_table(rows, ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"])
@@ -131,6 +133,8 @@ def _parse_params(pairs) -> dict:
 def cmd_run(args) -> int:
     from .live import perform
     from .runs import RunStore
+    if args.all or args.hosts:
+        return _run_all(args)
     project = _project()
     claim = project.claim(args.claim)
     params = _parse_params(args.param)
@@ -158,6 +162,51 @@ def cmd_run(args) -> int:
     if run.manifest.get("source") in ("auto", "reference"):
         run.update(status="evaluated")
     return _report(verdict, run)
+
+
+def _run_all(args) -> int:
+    """``run PAPER --all --hosts a,b,c``: every live claim of the paper on the pool, in parallel (`reprobook.pool`)."""
+    from .pool import run_all
+    if not (args.all and args.hosts):
+        raise ReprobookError("--all and --hosts go together: `reprobook run PAPER --all --hosts a,b,c` runs every "
+                             "claim of PAPER that runs live on a pool of hosts")
+    if "/" in args.claim:
+        raise ReprobookError(f"with --all, name a paper (e.g. {args.claim.split('/')[0]}), not a claim")
+    if args.source not in ("auto", "live") or args.host != "local" or args.allow_insufficient_host:
+        raise ReprobookError("--all runs every claim live on the hosts of --hosts, each on a host that meets its "
+                             "requirements: --source, --host and --allow-insufficient-host do not apply")
+    project = _project()
+
+    def show(plan) -> None:
+        print(f"{args.claim} on {', '.join(plan.hosts)}:")
+        for line in plan.lines():
+            print(f"  {line}")
+        sys.stdout.flush()
+    result = run_all(args.claim, args.hosts, project=project, params=_parse_params(args.param), new=args.new,
+                     progress=not args.quiet, on_plan=show)
+    print()
+    _print_table(result.table(), ["claim", "host", "run id", "status", "time", "verdict", "margin"])
+    longest = max((r.seconds for r in result.runs), default=0.0)
+    print(f"\n{len(result.succeeded)} of {len(result.runs)} claim(s) ran, in {result.seconds:.1f} s "
+          f"(the longest claim: {longest:.1f} s)")
+    for r in result.runs:
+        if r.status != "succeeded" and r.detail:
+            print(f"  {r.claim}: {r.detail}")
+    codes = [EXIT_ERROR if r.status == "failed" else _EXIT.get(r.verdict, 0) if r.status == "succeeded"
+             else EXIT_NOT_RUN for r in result.runs]
+    for worst in (EXIT_ERROR, EXIT_FAILS, EXIT_INCONCLUSIVE, EXIT_NOT_RUN):
+        if worst in codes:
+            return worst
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+    project = _project()
+    project.paper(args.paper)  # an unknown paper: a clear error, listing the known ones
+    md, js = write_report(args.paper, args.out)
+    print(f"wrote {md} (Markdown, for the review form) and {js} (JSON, schema: lib/reprobook/schemas/report.json)")
+    return 0
 
 
 def cmd_runs(args) -> int:
@@ -231,6 +280,8 @@ def cmd_check_host(args) -> int:
     from .hosts import open_host
     from .requirements import shortfalls
     project = _project()
+    if args.host in project.hosts.clusters:
+        return _check_cluster(project, args)
     spec = project.hosts.host(args.host)
     claims = [project.claim(args.claim)] if args.claim else project.all_claims()
     t0 = time.monotonic()
@@ -247,6 +298,33 @@ def cmd_check_host(args) -> int:
         print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
         worst = max(worst, 1 if short else 0)
     return worst
+
+
+def _check_cluster(project, args) -> int:
+    """check-host on a cluster: every host at once, judged by the roles it plays in the claim."""
+    from .errors import ConfigError
+    from .placement import PlacementRefused, place, survey
+    if not args.claim:
+        raise ConfigError(f"{args.host} is a cluster: name the claim whose roles its hosts are judged by, "
+                          f"with --claim PAPER/CLAIM")
+    claim = project.claim(args.claim)
+    placement = place(project, claim, args.host)
+    t0 = time.monotonic()
+    try:
+        sv = survey(project, claim, placement, allow_insufficient=True)
+    except PlacementRefused as exc:
+        print(exc.message)
+        return 1
+    with sv:
+        print(f"cluster {args.host}: {len(placement.hosts)} hosts reachable ({time.monotonic() - t0:.2f} s, in parallel)")
+        for name in placement.hosts:
+            short = sv.shortfalls.get(name)
+            f = sv.facts[name]
+            print(f"  {name} ({', '.join(placement.roles_of(name))}): {f.get('cpus')} CPUs, "
+                  + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+    print(f"{claim.key}: " + ("every host meets its role's requirements" if not sv.shortfalls else
+                              f"{len(sv.shortfalls)} host(s) fall short"))
+    return 1 if sv.shortfalls else 0
 
 
 def cmd_import(args) -> int:
@@ -292,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce the claims of systems papers: each claim is a parameterized notebook that runs "
                     "the experiment (or reads recorded or shipped outputs), compares with the paper and states "
                     "a verdict.",
-        epilog="Exit codes of run and attach: 0 holds, 1 fails, 3 inconclusive, 4 not run, 2 error.")
+        epilog="Exit codes of run and attach: 0 holds, 1 fails, 3 inconclusive, 4 not run, 2 error. run --all "
+               "exits with the worst of its claims' codes, in the order 2, 1, 3, 4 (a run that failed counts as 2).")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
@@ -306,11 +385,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--source live the experiment runs first on --host, detached: if this "
                                    "command is interrupted, `reprobook attach RUN_ID` picks it up, and running "
                                    "the same command again attaches instead of starting twice.")
-    s.add_argument("claim", help="paper/claim, e.g. aardvark/validator-throughput")
+    s.add_argument("claim", help="paper/claim, e.g. aardvark/validator-throughput; with --all, a paper")
+    s.add_argument("--all", action="store_true", help="every claim of the paper that runs live, on the hosts of "
+                   "--hosts: each on a host that meets its requirements, in parallel (one claim at a time per host)")
+    s.add_argument("--hosts", metavar="A,B,C", help="with --all: the pool of hosts from configs/hosts.yaml")
     s.add_argument("--source", default="auto",
                    help="auto (latest recorded run, else the authors' outputs), reference, live, or a run id "
                         "(default: auto)")
-    s.add_argument("--host", default="local", help="host from configs/hosts.yaml for a live run (default: local)")
+    s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml for a live run "
+                                                     "(default: local); a cluster gives each of the claim's roles its hosts")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="a claim parameter, e.g. -p trials 3 (repeatable)")
     s.add_argument("--new", action="store_true", help="live: start a fresh run rather than attach to the "
@@ -319,6 +402,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="live: run even if the host is below the claim's requirements (numbers not comparable)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("report", help="write the evaluator's report of a paper (Markdown and JSON)",
+                       description="Judge every claim of a paper from its latest run (else the authors' shipped "
+                                   "outputs) and write PAPER-report.md, for a review form, and PAPER-report.json "
+                                   "(schema: lib/reprobook/schemas/report.json): per claim the verdict, margin, "
+                                   "source, runs, the host's facts and how they differ from the authors' machine, "
+                                   "and the ACM badge the evidence supports, with the reason.")
+    s.add_argument("paper", help="e.g. aardvark")
+    s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("runs", help="list recorded runs", description="List the runs in the run store.")
     s.add_argument("claim", nargs="?", help="only runs of this paper/claim")

@@ -196,6 +196,7 @@ class Repository:
     checkout: str
     submodules: Mapping[str, str] = field(default_factory=dict)
     license: str = ""
+    exclude: tuple[str, ...] = ()    # paths (git patterns) a checkout leaves out: a sparse checkout
 
     @property
     def slug(self) -> str:
@@ -212,6 +213,8 @@ class Step:
     expected_minutes: float = 0.0
     note: str = ""
     where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.steps)
+    role: str = ""         # the role whose hosts run it ("": the control role; see reprobook.placement)
+    sweep: bool = False    # run once per point of the claim's sweep (see reprobook.sweeps)
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,7 @@ class CheckSpec:
     what: str
     value: str
     options: Mapping[str, Any]
+    needs: Any = None      # a `reprobook.scales.CheckNeeds`: the scale and host the check needs to be judged
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,7 @@ class OutputSpec:
     path: str
     glob: str = "*"
     description: str = ""
+    role: str = ""         # the role whose hosts hold it ("": the control role)
 
 
 @dataclass(frozen=True)
@@ -278,6 +283,25 @@ class Parameter:
 
 
 PRESENTATIONS = ("plot", "table", "both")
+CONTROL = "control"
+"""The role of a claim without roles: its one host, where the job runs."""
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """A role of a claim's placement: how many hosts it takes (``max`` None: any number) and what they need."""
+
+    name: str
+    min: int = 1
+    max: int | None = 1
+    requires: Requirements | None = None
+    description: str = ""
+
+    @property
+    def count_words(self) -> str:
+        if self.max == self.min:
+            return f"{self.min} host{'s' if self.min != 1 else ''}"
+        return f"{self.min} or more hosts" if self.max is None else f"{self.min} to {self.max} hosts"
 
 
 @dataclass(frozen=True)
@@ -302,6 +326,39 @@ class Claim:
     presentation: str = "plot"
     published_tables: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()      # the paper's repositories a live run checks out (default: all)
+    roles: Mapping[str, RoleSpec] = field(default_factory=dict)   # the control role first; empty: one host
+    inputs: Mapping[str, Any] = field(default_factory=dict)       # a generator of run inputs (see reprobook.inputs)
+    # the published numbers are computed from the authors' shipped outputs: judging those outputs compares the
+    # files with themselves, and the verdict says so (see reprobook.checks.ClaimVerdict.wording)
+    published_from_reference: bool = False
+    # the machine the authors measured on, as the paper file states it (the paper's, then the claim's, key by key);
+    # a run's host is compared with it (reprobook.requirements.differences)
+    authors_machine: Mapping[str, Any] = field(default_factory=dict)
+    # scales (named parameter sets: paper, rehearsal), source constants set from the parameters, and the
+    # deviations from the guide a parameter set makes (see reprobook.scales)
+    scales: Mapping[str, Any] = field(default_factory=dict)
+    patches: tuple = ()
+    deviations: tuple = ()
+
+    @property
+    def control_role(self) -> str:
+        """The role whose host runs the job (the first declared; ``control`` for a claim without roles)."""
+        return next(iter(self.roles), CONTROL)
+
+    def role(self, name: str) -> RoleSpec:
+        """The `RoleSpec` of ``name`` ("" is the control role); a claim without roles has one: its host."""
+        name = name or self.control_role
+        if not self.roles and name == CONTROL:
+            return RoleSpec(CONTROL, 1, 1, self.requires)
+        try:
+            return self.roles[name]
+        except KeyError:
+            raise ConfigError(f"{self.key} has no role {name!r} (roles: {', '.join(self.roles) or CONTROL})") from None
+
+    @property
+    def sweep_axes(self) -> tuple[str, ...]:
+        """The parameters whose default is a list: the axes of the claim's sweep, in declaration order."""
+        return tuple(n for n, p in self.parameters.items() if isinstance(p.default, (list, tuple)))
 
     @property
     def key(self) -> str:
@@ -321,7 +378,7 @@ class Claim:
             An unknown name (the known ones are listed) or a value of the
             wrong type (an ``int`` parameter given ``"abc"``).
         """
-        params = dict(params or {})
+        params = self.scaled(params)
         unknown = sorted(set(params) - set(self.parameters))
         if unknown:
             raise ConfigError(f"{self.key} has no parameter(s) {', '.join(unknown)} "
@@ -329,15 +386,50 @@ class Claim:
         out = {}
         for name, p in self.parameters.items():
             val = params.get(name, p.default)
-            want = type(p.default)
-            ok = (isinstance(val, bool) if want is bool else
-                  isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
-                  if want in (int, float) else isinstance(val, str))
-            if not ok:
-                raise ConfigError(f"parameter {name} of {self.key} takes a {want.__name__} "
-                                  f"(like its default {p.default!r}), not {val!r}: {p.help}")
-            out[name] = int(val) if want is int else val
+            if isinstance(p.default, (list, tuple)):   # a sweep axis: a list of values (one value is a list of one)
+                values = list(val) if isinstance(val, (list, tuple)) else [val]
+                if not values:
+                    raise ConfigError(f"parameter {name} of {self.key} is a sweep axis and needs at least one value: "
+                                      f"{p.help}")
+                out[name] = tuple(self._typed(name, p, v, p.default[0]) for v in values)
+            else:
+                out[name] = self._typed(name, p, val, p.default)
         return out
+
+    def scaled(self, params: Mapping | None) -> dict[str, Any]:
+        """``params`` with the chosen scale's values filled in where no value is given (see `reprobook.scales`)."""
+        params = dict(params or {})
+        if not self.scales:
+            return params
+        name = params.get("scale", self.parameters["scale"].default)
+        if name not in self.scales:
+            raise ConfigError(f"{self.key} has no scale {name!r} (scales: {', '.join(self.scales)})")
+        return {**self.scales[name].values, **params}
+
+    def scale_of(self, params: Mapping | None) -> str | None:
+        """The scale a run with ``params`` is at (None for a claim without scales)."""
+        return str(self.resolve_params(params)["scale"]) if self.scales else None
+
+    @property
+    def paper_values(self) -> dict[str, Any]:
+        """Every parameter at the paper's scale: the guide's sizes, which the artifact's source constants hold."""
+        return self.resolve_params({"scale": "paper"} if self.scales else {})
+
+    def deviations_for(self, params: Mapping | None) -> list:
+        """The deviations from the guide of a run with ``params`` (`reprobook.scales.Deviation`), patch included."""
+        from .scales import deviations_for
+        return deviations_for(self.deviations, self.patches, self.paper_values, self.resolve_params(params))
+
+    def _typed(self, name: str, p: "Parameter", val, like):
+        want = type(like)
+        ok = (isinstance(val, bool) if want is bool else
+              isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
+              if want in (int, float) else isinstance(val, str))
+        if not ok:
+            kind = f"list of {want.__name__}" if isinstance(p.default, (list, tuple)) else want.__name__
+            raise ConfigError(f"parameter {name} of {self.key} takes a {kind} "
+                              f"(like its default {p.default!r}), not {val!r}: {p.help}")
+        return int(val) if want is int else val
 
     @property
     def runs_live(self) -> bool:
@@ -346,7 +438,11 @@ class Claim:
 
     @property
     def expected_minutes(self) -> float:
-        return sum(s.expected_minutes for s in self.setup + self.run)
+        """The guide's time for a live run: every step's, a sweep step's once per point of the default sweep."""
+        points = 1
+        for axis in self.sweep_axes:
+            points *= len(self.parameters[axis].default)
+        return sum(s.expected_minutes * (points if s.sweep else 1) for s in self.setup + self.run)
 
 
 @dataclass(frozen=True)
@@ -386,21 +482,91 @@ def duration_words(minutes: float) -> str:
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
-                      where=s.get("where", "host"))
+                      where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)))
                  for s in items or ())
+
+
+def _roles(raw: Mapping | None, claim_reqs: Requirements, *, file, key: str) -> dict[str, RoleSpec]:
+    """A claim's ``roles:`` -> `RoleSpec` by name, each role's requirements over the claim's."""
+    out = {}
+    for name, r in (raw or {}).items():
+        count = r.get("count", 1)
+        lo, hi = (count, count) if isinstance(count, int) else (count[0], count[1])
+        if hi is not None and hi < lo:
+            raise ConfigError(f"the count's maximum {hi} is below its minimum {lo}", file=file, key=f"{key}.{name}.count")
+        out[name] = RoleSpec(name, lo, hi, parse_requirements(r.get("requires"), claim_reqs, file=file,
+                                                               key=f"{key}.{name}.requires"), r.get("description", ""))
+    return out
+
+
+def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
+    """Every role a step or output names is one of the claim's; a sweep step has axes to sweep."""
+    known = set(claim.roles) or {CONTROL}
+    for part in ("setup", "run"):
+        for j, s in enumerate(c.get(part) or ()):
+            if s.get("role") and s["role"] not in known:
+                raise ConfigError(f"no role {s['role']!r} in this claim (roles: {', '.join(sorted(known))})",
+                                  file=file, key=f"{where}.{part}[{j}].role")
+            if s.get("sweep") and not claim.sweep_axes:
+                raise ConfigError("a sweep step needs a parameter whose default is a list (an axis of the sweep)",
+                                  file=file, key=f"{where}.{part}[{j}].sweep")
+            if s.get("role") and s.get("where") == "guest":
+                raise ConfigError("a step runs either on a role's hosts or on the guest, not both", file=file,
+                                  key=f"{where}.{part}[{j}]")
+    for name, o in (c.get("outputs") or {}).items():
+        if o.get("role") and o["role"] not in known:
+            raise ConfigError(f"no role {o['role']!r} in this claim (roles: {', '.join(sorted(known))})",
+                              file=file, key=f"{where}.outputs.{name}.role")
+
+
+def _scales(c: Mapping, params: dict, *, file, where: str):
+    """A claim's scales, patches and deviations (`reprobook.scales`); adds the ``scale`` parameter to ``params``.
+
+    Returns the scales, the patches, the deviations and the generated patch step (a tuple of zero or one `Step`).
+    """
+    from . import scales as kit
+    scales = kit.parse_scales(c.get("scales"), params, file=file, key=f"{where}.scales")
+    if scales:
+        if "scale" in params:
+            raise ConfigError("'scale' is the parameter that chooses among the claim's scales; name yours otherwise",
+                              file=file, key=f"{where}.parameters.scale")
+        params["scale"] = Parameter("scale", kit.PAPER, "the sizes of a live run: " + "; ".join(
+            f"{s.name}{' (' + s.about + ')' if s.about else ''}" for s in scales.values()))
+    patches = kit.parse_patches(c.get("patches"), params, file=file, key=f"{where}.patches")
+    deviations = kit.parse_deviations(c.get("deviations"), params, file=file, key=f"{where}.deviations")
+    paper = {k: p.default for k, p in params.items()}
+    paper.update(scales[kit.PAPER].values if scales else {})
+    step = kit.patch_step(patches, paper)
+    return scales, patches, deviations, _steps([step]) if step else ()
+
+
+def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
+    """Each scale's values suit the parameters' types; each check's ``needs`` names scales the claim has."""
+    for name in claim.scales:
+        try:
+            claim.resolve_params({"scale": name})
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=file, key=f"{where}.scales.{name}") from None
+    for j, spec in enumerate(claim.checks):
+        for s in (spec.needs.scales if spec.needs else ()):
+            if s not in claim.scales:
+                raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
+                                  file=file, key=f"{where}.checks[{j}].needs.scale")
 
 
 def load_paper(path: Path) -> Paper:
     """Load and validate one ``configs/papers/<paper>.yaml``."""
     path = Path(path)
     from . import checks as check_registry
+    from . import inputs as input_registry
     from . import loaders as loader_registry
     data = load_yaml(path, "paper")
     meta = data["paper"]
     if meta["id"] != path.stem:
         raise ConfigError(f"paper id {meta['id']!r} must equal the file name {path.stem!r}", file=path, key="paper.id")
     repos = {name: Repository(name=name, url=r["url"], commit=r["commit"], checkout=r.get("checkout", name),
-                              submodules=_frozen(r.get("submodules")), license=r.get("license", ""))
+                              submodules=_frozen(r.get("submodules")), license=r.get("license", ""),
+                              exclude=tuple(r.get("exclude") or ()))
              for name, r in data["repositories"].items()}
     published = {}
     for i, n in enumerate(data.get("published") or ()):
@@ -436,7 +602,8 @@ def load_paper(path: Path) -> Paper:
         checks = []
         for j, ch in enumerate(c["checks"]):
             spec = check_registry.validate(ch, file=path, key=f"{where}.checks[{j}]", published=published)
-            checks.append(CheckSpec(kind=spec.kind, what=spec.what, value=spec.value, options=_frozen(spec.options)))
+            checks.append(CheckSpec(kind=spec.kind, what=spec.what, value=spec.value, options=_frozen(spec.options),
+                                    needs=spec.needs))
         if c["loader"] not in loader_registry.names():
             raise ConfigError(f"no loader {c['loader']!r} (known: {', '.join(loader_registry.names())})",
                               file=path, key=f"{where}.loader")
@@ -445,16 +612,27 @@ def load_paper(path: Path) -> Paper:
             if "/" not in repo and repo not in repos:
                 raise ConfigError(f"unknown repository {repo!r} (known: {', '.join(repos)})",
                                   file=path, key=f"{where}.reference.{name}")
-        params = {k: Parameter(k, v["default"], v["help"]) for k, v in (c.get("parameters") or {}).items()}
+        params = {}
+        for k, v in (c.get("parameters") or {}).items():
+            default = v["default"]
+            if isinstance(default, list):
+                if len({type(x) for x in default}) > 1 and not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                                   for x in default):
+                    raise ConfigError("the values of a sweep axis must be of one type", file=path,
+                                      key=f"{where}.parameters.{k}.default")
+                default = tuple(default)
+            params[k] = Parameter(k, default, v["help"])
+        scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:
                 raise ConfigError(f"unknown repository {name!r} (known: {', '.join(repos)})", file=path,
                                   key=f"{where}.repositories[{j}]")
-        claims[c["id"]] = Claim(
+        requires = parse_requirements(c.get("requires"), machine, file=path, key=f"{where}.requires")
+        claims[c["id"]] = claim = Claim(
             paper=meta["id"], id=c["id"], title=c["title"], statement=" ".join(c["statement"].split()),
-            refs=tuple(c["refs"]), requires=parse_requirements(c.get("requires"), machine, file=path, key=f"{where}.requires"),
-            setup=setup + _steps(c.get("setup")), run=_steps(c.get("run")), parameters=_frozen(params),
-            outputs=_frozen({k: OutputSpec(k, o["path"], o.get("glob", "*"), o.get("description", ""))
+            refs=tuple(c["refs"]), requires=requires,
+            setup=setup + patch_setup + _steps(c.get("setup")), run=_steps(c.get("run")), parameters=_frozen(params),
+            outputs=_frozen({k: OutputSpec(k, o["path"], o.get("glob", "*"), o.get("description", ""), o.get("role", ""))
                              for k, o in (c.get("outputs") or {}).items()}),
             reference=_frozen(c.get("reference")), loader=c["loader"], published=tuple(nums),
             published_note=c.get("published_note", ""), checks=tuple(checks),
@@ -463,7 +641,14 @@ def load_paper(path: Path) -> Paper:
             manual=_steps(c.get("manual")), presentation=c.get("presentation", "plot"),
             published_tables=tuple(c.get("published_tables") or ()),
             repositories=tuple(c.get("repositories") or ()),
+            roles=_frozen(_roles(c.get("roles"), requires, file=path, key=f"{where}.roles")),
+            inputs=_frozen(input_registry.validate(c.get("inputs"), file=path, key=f"{where}.inputs")),
+            published_from_reference=bool(c.get("published_from_reference", False)),
+            authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
+            scales=_frozen(scales), patches=patches, deviations=deviations,
         )
+        _check_roles(claim, c, path, where)
+        _check_scales(claim, c, path, where)
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),

@@ -8,11 +8,32 @@ what happened on the others.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, TypeVar
 
 from .config import Project
 from .errors import ReprobookError
 from .hosts import Host, Result, open_host
+
+
+T = TypeVar("T")
+MAX_PARALLEL = 64
+"""At most this many hosts are talked to at once (a thread each)."""
+
+
+def on_each(hosts: Mapping[str, Host], fn: Callable[[Host], T]) -> dict[str, T | ReprobookError]:
+    """``fn(host)`` on every host at once: host name -> its result, or the `ReprobookError` it raised.
+
+    The one fan-out of reprobook: a placement's checks and holds and `HostGroup.run` go through it.
+    """
+    def one(host: Host):
+        try:
+            return fn(host)
+        except ReprobookError as exc:
+            return exc
+    if not hosts:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(hosts))) as pool:
+        return dict(zip(hosts, pool.map(one, hosts.values())))
 
 
 class GroupResult(dict):
@@ -55,15 +76,8 @@ class HostGroup:
     def run(self, command: str, *, env: Mapping[str, object] | None = None, timeout: float | None = None,
             retries: int = 0) -> GroupResult:
         """Run ``command`` on every host concurrently; never raises for one host's failure."""
-        def one(host: Host):
-            try:
-                return host.run(command, env=env, timeout=timeout, check=False, retries=retries)
-            except ReprobookError as exc:
-                return exc
-
-        with ThreadPoolExecutor(max_workers=max(1, len(self.hosts))) as pool:
-            results = list(pool.map(one, self.hosts))
-        return GroupResult(zip((h.name for h in self.hosts), results))
+        return GroupResult(on_each({h.name: h for h in self.hosts},
+                                   lambda h: h.run(command, env=env, timeout=timeout, check=False, retries=retries)))
 
     def close(self) -> None:
         for h in self.hosts:

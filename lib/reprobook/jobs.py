@@ -7,6 +7,7 @@ A job lives on its host in ``<workdir>/.reprobook/runs/<run-id>/``::
     pid         the wrapper's pid (a session leader: cancel kills its group)
     boot_id     the kernel boot the job started in (a reboot means the job is lost)
     started     seconds since the epoch
+    first_started  the first attempt's ``started`` (a resumed run keeps it; outputs are fetched if newer)
     log         stdout and stderr of cmd.sh
     exit_code   written last, atomically; its presence means the job ended
 
@@ -72,6 +73,8 @@ printf '%s' "$wrapper_b64" | base64 -d > "$rundir/wrapper.sh"
 printf '%s\n' "$run_id" > "$base/busy.owner"
 cat /proc/sys/kernel/random/boot_id > "$rundir/boot_id" 2>/dev/null || echo none > "$rundir/boot_id"
 date +%s > "$rundir/started"
+# the first attempt's start stays (outputs of finished steps are as old as that): what the fetch takes is newer
+[ -e "$rundir/first_started" ] || cp -p "$rundir/started" "$rundir/first_started"
 # the job gets the default signal handling back (a benchmark's `yes | head` must end as it always does)
 ( trap - PIPE HUP; exec setsid nohup bash "$rundir/wrapper.sh" "$rundir" ) > /dev/null 2>&1 < /dev/null 8>&- &
 echo $! > "$rundir/pid"
@@ -101,6 +104,7 @@ echo "same_boot=$([ "$(cat boot_id 2>/dev/null)" = "$now_boot" ] && echo yes || 
 echo "now=$(date +%s)"
 echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
 # only the log's last MiB is searched for the current step: a log of gigabytes costs no more than a small one
+echo "points_done=$(ls steps 2>/dev/null | grep -c -- '-[0-9]*\.done$' || true)"
 echo "step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1 | cut -c 20-200)"
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
@@ -122,6 +126,7 @@ class JobStatus:
     step: str
     log_bytes: int
     log_tail: str
+    points_done: int = 0    # points of a sweep finished (in this attempt or an earlier one)
 
     @property
     def done(self) -> bool:
@@ -167,7 +172,20 @@ def _parse_status(run_id: str, text: str) -> JobStatus:
     else:
         state = "lost"
     return JobStatus(run_id, state, exit_code, num("started"), num("ended"), num("now"), kv.get("step", ""),
-                     int(num("log_bytes") or 0), tail)
+                     int(num("log_bytes") or 0), tail, int(num("points_done") or 0))
+
+
+_POINT = re.compile(r"\[point (\d+)/(\d+): ([^\]]*)\]")
+
+
+def progress_words(st: JobStatus) -> str:
+    """The current step for a progress line; in a sweep, the points done / total and the current point first."""
+    if not st.step:
+        return ""
+    m = _POINT.search(st.step)
+    if not m:
+        return st.step + " | "
+    return f"{st.points_done}/{m[2]} points done, now {m[3]} | "
 
 
 def _b64(text: str) -> str:
@@ -242,7 +260,7 @@ class Job:
                                           host=self.host.name)
                 if bar is not None:
                     bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
-                    bar.set_postfix_str((st.step + " | " if st.step else "") + st.last_line[-80:], refresh=True)
+                    bar.set_postfix_str(progress_words(st) + st.last_line[-80:], refresh=True)
                 if st.done:
                     return st
                 time.sleep(delay)
@@ -302,6 +320,11 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
         return job, word.startswith("RB:STARTED")
     if word.startswith("RB:BUSY"):
         holder = word[len("RB:BUSY"):].strip() or "unknown"
+        if holder.endswith(".hold"):  # a member of another run's placement (see reprobook.placement)
+            holder = holder[:-len(".hold")]
+            raise HostBusy(f"this host is held for run {holder}, whose job runs on another host of its cluster. "
+                           f"Wait for it (`reprobook status {holder}`) or cancel it (`reprobook cancel {holder}`) "
+                           f"first.", host=host.name, holder=holder)
         raise HostBusy(f"another run holds this host's benchmark lock: {holder}. Wait for it "
                        f"(`reprobook status {holder}`) or cancel it (`reprobook cancel {holder}`) first.",
                        host=host.name, holder=holder)

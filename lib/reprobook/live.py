@@ -8,6 +8,13 @@ process) re-attaches by run id and picks up where polling stopped.
 Parameters reach the host as environment variables ``RB_<NAME>``, each value
 quoted; the step commands in the paper file read them from there.
 
+A claim with roles runs on a placement (a cluster of ``hosts.yaml``; see
+`reprobook.placement`): every host is checked at once before anything starts,
+the job runs on the control host, the other hosts are held for the run (a second
+run on any of them is refused), and outputs of other roles are fetched from each
+of their hosts into ``hosts/<name>/``. The manifest records every host with its
+roles and facts.
+
 One process at a time works on a run: `perform`, `reattach` and `collect`
 hold the run's lock (`reprobook.runs.RunStore.lock`); a second process waits,
 and says for whom. A process killed at any instant leaves the run store
@@ -18,6 +25,7 @@ call) puts the run's status right from what the host says.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import sys
 from typing import Mapping
 
@@ -26,9 +34,12 @@ from .errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, Rep
                      TestbedError)
 from .hosts import Host, open_host
 from .jobs import Job, JobStatus, launch
-from .listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES, survey
+from .listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
+from .listing import survey as survey_outputs
 from .locks import Holder
 from .runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
+from .placement import Placement, hold, open_hosts, place, release, survey
+from .scales import manifest_fields
 from .steps import build_script, param_env
 from .transfer import fetch
 
@@ -47,77 +58,168 @@ def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
 
 
 def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, new: bool = False,
-            allow_insufficient: bool = False, progress: bool = True, poll_s: float | None = None) -> Run:
-    """Run ``claim`` live on ``host_name``, or attach to the same run if it exists; return the recorded `Run`.
+            allow_insufficient: bool = False, progress: bool = True, poll_s: float | None = None,
+            inputs: Mapping[str, bytes | str] | None = None) -> Run:
+    """Run ``claim`` live on ``host_name`` (a host, or a cluster of ``hosts.yaml``), or attach to the same run.
 
-    The same claim, host and parameters give the same run id, so calling this
-    twice attaches (or, once finished, returns the recorded run) instead of
-    starting again; ``new=True`` starts a fresh run.
+    The same claim, placement and parameters give the same run id, so calling
+    this twice attaches (or, once finished, returns the recorded run) instead of
+    starting again; ``new=True`` starts a fresh run. A run that failed is
+    launched again and resumes at its first unfinished step (or sweep point).
+    ``inputs`` (name -> content) are files made here for the run, such as
+    generated experiment configs: kept in the run's ``inputs/``, recorded in
+    the manifest with their sha256, and written on the host before the first
+    step (``$RB_INPUTS/<name>``); other inputs make another run.
     """
     if not claim.runs_live:
         how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
                f"`reprobook import {claim.key} FILES…`." if claim.manual else "")
         raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
-    spec = project.hosts.host(host_name)
+    placement = place(project, claim, host_name)
+    spec = project.hosts.host(placement.control)
     paper = project.paper(claim.paper)
     env = param_env(claim, params)  # validates names and types before anything happens
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
-    run_id = run_id_for(claim, host_name, {k: env[k] for k in sorted(env)}, nonce)
+    if inputs is None and claim.inputs:   # generated here, for this placement and these parameters
+        from .inputs import generate
+        made = generate(project, claim, params, placement)
+        inputs, origins = {i.name: i.data for i in made}, {i.name: i for i in made}
+    else:
+        origins = {}
+    inputs = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
+    keyed = {k: env[k] for k in sorted(env)}
+    if inputs:
+        keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(inputs.items())}
+    run_id = run_id_for(claim, placement.key(), keyed, nonce)
     store = RunStore(project.settings.runs_dir)
     with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
-        return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s)
+        kept = (inputs, origins)
+        if not placement.single:
+            return _perform_placed(project, claim, store, run_id, placement, paper, params, allow_insufficient,
+                                   progress, poll_s, kept)
+        return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
+                        kept)
 
 
-def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s) -> Run:
-    host_name = spec.name
-    resume = False
+def _keep_inputs(run: Run, kept) -> None:
+    """The run's inputs, kept beside its manifest (``inputs/<name>``, with ``<name>.diff`` against the authors'
+    file a generated one came from) and recorded with their sha256 and source."""
+    inputs, origins = kept
+    if not inputs:
+        return
+    (run.path / "inputs").mkdir(mode=0o700, exist_ok=True)
+    record = {}
+    for name, data in inputs.items():
+        write_atomic(run.path / "inputs" / name, data)
+        record[name] = {"path": f"inputs/{name}", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        origin = origins.get(name)
+        if origin is not None and origin.source:
+            record[name]["source"] = origin.source
+            write_atomic(run.path / "inputs" / f"{name}.diff", origin.diff)
+            record[name]["diff"] = f"inputs/{name}.diff"
+    run.update(inputs=record)
+
+
+def _resuming(store: RunStore, run_id: str) -> tuple[bool, Run | None]:
+    """Whether a recorded run of this id is to be resumed; the run itself when it already succeeded."""
     try:
         existing = store.load(run_id)
-        for line in _picked_up(existing) + existing.repair_local():
-            _say(f"run {run_id}: {line}")
-        if existing.status == "succeeded":
-            return existing
-        # failed, cancelled, lost, cut off or never started: launch again, and the job skips the steps it finished
-        resume = existing.status in ("failed", "cancelled", "lost", "launch-unknown", "refused", "fetching", "running",
-                                     "launching", "ended", "interrupted", "created")
     except ConfigError:
-        pass
+        return False, None
+    for line in _picked_up(existing) + existing.repair_local():
+        _say(f"run {run_id}: {line}")
+    if existing.status == "succeeded":
+        return False, existing
+    # failed, cancelled, lost, cut off or never started: launch again, and the job skips the steps it finished
+    return existing.status in ("failed", "cancelled", "lost", "launch-unknown", "refused", "fetching", "running",
+                               "launching", "ended", "interrupted", "created"), None
+
+
+def _perform_placed(project, claim, store, run_id, placement: Placement, paper, params, allow_insufficient,
+                    progress, poll_s, inputs) -> Run:
+    """`perform` on several hosts: survey them all, hold the members, launch on the control host, follow."""
+    resume, done = _resuming(store, run_id)
+    if done is not None:
+        return done
+    specs = {n: project.hosts.host(n) for n in placement.hosts}
+    with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
+        host = sv.hosts[placement.control]
+        script = build_script(paper, claim, specs[placement.control], params, Job(host, run_id).remote_dir,
+                              placement=placement, members=specs, inputs=inputs[0])
+        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s,
+                      members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
+                      hosts=sv.manifest(), host_facts={n: f.as_dict() for n, f in sv.facts.items()},
+                      requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
+
+
+def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s, inputs) -> Run:
+    resume, done = _resuming(store, run_id)
+    if done is not None:
+        return done
     with open_host(spec, project.settings) as host:
         facts, short = _check_host(host, claim, allow_insufficient)
-        job = Job(host, run_id)
-        script = build_script(paper, claim, spec, params, job.remote_dir)
-        run = store.create(claim, run_id, source="live", host=host_name, parameters=claim.resolve_params(params),
-                           host_facts={host_name: facts.as_dict()}, requirement_shortfalls=short,
-                           remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
-                           status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
-                                                          for r in paper.repositories_for(claim)})
-        try:
-            job, started = launch(host, run_id, script, resume=resume)
-        except HostBusy as exc:
-            run.update(status="refused", error=exc.message)
-            raise
-        except ReprobookError as exc:
-            # the connection may have dropped after the job started: `reprobook status` asks the host
-            run.update(status="launch-unknown", error=exc.message)
-            raise
-        except BaseException:  # interrupted (Ctrl-C in a notebook): the job may or may not have started
-            run.update(status="launch-unknown", error="interrupted while launching")
-            raise
-        run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
-        return follow(project, claim, run, host, progress=progress, poll_s=poll_s, job=job)
+        script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs[0])
+        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s,
+                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short)
+
+
+def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs, progress, poll_s, *,
+           members: Mapping[str, Host] | None = None, **fields) -> Run:
+    """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow."""
+    paper = project.paper(claim.paper)
+    job = Job(host, run_id)
+    run = store.create(claim, run_id, source="live", host=host.name, parameters=claim.resolve_params(params),
+                       remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
+                       status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
+                                                      for r in paper.repositories_for(claim)},
+                       **fields, **manifest_fields(claim, params))
+    _keep_inputs(run, inputs)
+    members = dict(members or {})
+    try:
+        hold(members, run_id, host.name)
+    except ReprobookError as exc:
+        run.update(status="refused", error=exc.message)
+        raise
+    try:
+        job, started = launch(host, run_id, script, resume=resume)
+    except HostBusy as exc:
+        release(members, run_id)
+        run.update(status="refused", error=exc.message)
+        raise
+    except ReprobookError as exc:
+        # the connection may have dropped after the job started: `reprobook status` asks the host
+        run.update(status="launch-unknown", error=exc.message)
+        raise
+    except BaseException:  # interrupted (Ctrl-C in a notebook): the job may or may not have started
+        run.update(status="launch-unknown", error="interrupted while launching")
+        raise
+    run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
+    return follow(project, claim, run, host, progress=progress, poll_s=poll_s, job=job, members=members)
 
 
 def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bool = True,
-           poll_s: float | None = None, job: Job | None = None) -> Run:
-    """Wait for ``run`` to end, then fetch its outputs and record them (also after a failure)."""
+           poll_s: float | None = None, job: Job | None = None, members: Mapping[str, Host] | None = None) -> Run:
+    """Wait for ``run`` to end, then fetch its outputs and record them (also after a failure).
+
+    ``members`` are the other hosts of the run's placement (opened from the manifest when not given)."""
     job = job or Job(host, run.id)
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
                   progress=progress, title=claim.key)
-    return collect(claim, run, job, st)
+    if members is None and run.manifest.get("placement"):
+        members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)
+    try:
+        return collect(claim, run, job, st, members=members)
+    finally:
+        for m in (members or {}).values():
+            m.close()
 
 
-def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
+def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping[str, Host] | None = None) -> Run:
     """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed.
+
+    With a placement of several hosts, ``members`` (the other hosts, by name)
+    are released from their hold, and the outputs of other roles are fetched
+    from each of their hosts into ``hosts/<name>/``.
 
     The status is ``fetching`` only while this runs; if the fetch breaks off
     (or this process is interrupted) the run is left ``ended``, and
@@ -126,10 +228,18 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
     """
     host = job.host
     d = job.remote_dir
+    placement = Placement.from_dict(run.manifest["placement"]) if run.manifest.get("placement") else None
+    members = dict(members or {})
+    here, there = _outputs_by_host(claim, placement)
     with run.lock.acquire(on_wait=_waiting(run.id)):
+        if members:
+            unreleased = release(members, run.id)
+            for name, why in unreleased.items():
+                _say(f"run {run.id}: host {name} could not be released from its hold ({why}); it frees itself "
+                     f"within two days, or remove {Job(members[name], run.id).remote_dir}.hold by hand")
         # one round trip: the log's end, the checkouts, the outputs' listing and the bytes of the small ones
-        listing = survey(host, claim.outputs, newer_than=f"{d}/started", read=(f"{d}/checkout.txt", f"{d}/log"),
-                         inline_max=INLINE_MAX_BYTES)
+        listing = survey_outputs(host, here, newer_than=f"{d}/first_started", read=(f"{d}/checkout.txt", f"{d}/log"),
+                                 inline_max=INLINE_MAX_BYTES)
         checkouts, log = listing.texts[f"{d}/checkout.txt"] or "", listing.texts[f"{d}/log"] or ""
         whole = listing.text_sizes.get(f"{d}/log", 0)
         if whole > TEXT_MAX_BYTES:
@@ -140,7 +250,8 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
                    started=_iso(st.started), ended=_iso(st.ended),
                    checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))
         try:
-            files = fetch(host, claim.outputs, run.path, listing=listing)
+            files = fetch(host, here, run.path, listing=listing)
+            files += _fetch_members(run, members, there)
         except OutputsRefused as exc:
             run.update(status="failed", files=_records(exc.fetched), partial=True, fetch_error=exc.message,
                        refused=[{"record": rec, "reason": why} for rec, why in exc.records])
@@ -160,6 +271,35 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus) -> Run:
         # the files and the status in one write: a run is never 'succeeded' without its files
         run.update(status="succeeded", files=_records(files), partial=False, fetch_error=None)
         return run
+
+
+def _outputs_by_host(claim: Claim, placement: Placement | None):
+    """The outputs the control host holds, and host -> the outputs each other host holds."""
+    if placement is None or placement.single:
+        return dict(claim.outputs), {}
+    here, there = {}, {}
+    for name, o in claim.outputs.items():
+        role = o.role or claim.control_role
+        if role == claim.control_role:
+            here[name] = o
+        else:
+            for h in placement.roles.get(role, ()):
+                there.setdefault(h, {})[name] = o
+    return here, there
+
+
+def _fetch_members(run: Run, members: Mapping[str, Host], there: Mapping[str, Mapping]) -> list:
+    """Fetch each other host's outputs into ``hosts/<name>/`` of the run; their paths say so."""
+    import dataclasses
+    from .placement import hold_id_for
+    out = []
+    for name, outputs in there.items():
+        if name not in members:
+            raise TestbedError(f"run {run.id} has outputs on host {name}, which is not open", host=name)
+        started = f"{Job(members[name], hold_id_for(run.id)).remote_dir}/first_started"
+        for f in fetch(members[name], outputs, run.path / "hosts" / name, newer_than=started):
+            out.append(dataclasses.replace(f, path=f"hosts/{name}/{f.path}"))
+    return out
 
 
 def _records(files) -> list[dict]:
@@ -277,5 +417,13 @@ def cancel(project: Project, run_id: str) -> JobStatus:
     run, host, job = _job_for(project, run_id)
     with host:
         st = job.cancel()
+    if run.manifest.get("placement"):
+        members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)
+        try:
+            for name, why in release(members, run_id).items():
+                _say(f"run {run_id}: host {name} could not be released from its hold ({why})")
+        finally:
+            for m in members.values():
+                m.close()
     run.update(status=st.state)
     return st

@@ -399,3 +399,44 @@ def _changes(before: Any, after: Any, path: str = "") -> list[Change]:
 def _short(value: Any, width: int = 90) -> str:
     text = json.dumps(value)
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+# --------------------------------------------------------------------------- inputs of a live run
+
+from .inputs import RunInput, generator  # noqa: E402  (the registry imports this module to fill itself)
+
+
+@generator("pequin.configs")
+def run_configs(project, claim, params: Mapping[str, Any], placement, *, repository: str = "pequin-artifact",
+                parameter: str = "configs") -> list[RunInput]:
+    """The configs a live run of a Pequin claim runs: each authors' file named by the claim's ``parameter``
+    (a path in ``repository``, at the paper's pinned commit), derived for the run's placement and parameters.
+
+    The claim's parameters ``cloudlab_project``, ``cloudlab_experiment``, ``cloudlab_user``,
+    ``output_dir`` and ``src_dir`` fill the guide's six fields (``output_dir`` and ``src_dir`` relative to
+    the control host's workdir unless absolute); ``duration_s``, ``ramp_s`` and ``runs`` (0: the config's
+    own) are applied when the claim has them. The servers are the placement's role ``server``.
+    """
+    from . import artifacts
+    paper = project.paper(claim.paper)
+    if repository not in paper.repositories:
+        raise ConfigError(f"{claim.key}: inputs.options.repository names no repository of the paper: {repository!r}",
+                          file=paper.path)
+    repo = paper.repositories[repository]
+    for name in ("cloudlab_project", "cloudlab_experiment", "cloudlab_user"):
+        if not str(params.get(name) or "").strip():
+            raise ConfigError(f"{claim.key}: set the parameter {name} (the configs name the CloudLab project, "
+                              f"experiment and user), e.g. -p {name} VALUE")
+    workdir = project.hosts.host(placement.control).workdir.rstrip("/")
+    where = lambda p: p if str(p).startswith("/") else f"{workdir}/{p}"  # noqa: E731
+    exp = ExperimentParams(project=params["cloudlab_project"], experiment=params["cloudlab_experiment"],
+                           user=params["cloudlab_user"], local_output_dir=where(params["output_dir"]),
+                           src_dir=where(params["src_dir"]), duration_s=params.get("duration_s") or None,
+                           ramp_s=params.get("ramp_s") or None, runs=params.get("runs") or None)
+    files = params[parameter]
+    out = []
+    for path in ([files] if isinstance(files, str) else files):
+        ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
+        gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())})
+        out.append(RunInput(Path(path).name, gen.text().encode(), source=str(ref), diff=gen.diff()))
+    return out

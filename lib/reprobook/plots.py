@@ -1,23 +1,45 @@
-"""Plots: measured values against the paper's, told apart at a glance.
+"""Plots: measured values against the paper's, told apart at a glance, drawn with seaborn.
 
-Measured values are solid markers (joined by a line when x is numeric);
-published values are hollow markers with a dashed outline; a claim's
-tolerance is a shaded band. The helpers look like seaborn's: they take a tidy
-DataFrame and column names, draw on ``ax`` (or the current axes) and return
-it. Nothing here calls ``show()`` or ``savefig()``.
+Measured values are solid markers (joined by their mean when x is numeric);
+published values are hollow diamonds; a claim's tolerance is a shaded band,
+drawn only where a point was measured. Facets (``col``, ``row``), hue and the
+style of each series are seaborn's (`seaborn.objects`): a claim's ``plot``
+entry names them. Several runs of a claim (two hosts, two dates) overlay as
+series of one plot, told apart by marker and line style.
+
+The helpers look like seaborn's: they take tidy DataFrames and column names,
+draw on ``ax`` (or on a figure, for facets) and return the axes. Nothing here
+calls ``show()`` or ``savefig()``.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import seaborn.objects as so
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from .checks import matches
 from .config import Claim, PublishedNumber
+
+SERIES = "series"
+"""The column naming the series of a measured table: a run's label (``measured`` when there is one table)."""
+MEASURED = "measured"
+PUBLISHED = "published"
+NOT_RUN = "no measured data: not run"
+PALETTE = "colorblind"
+RUN_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
+RUN_LINES = ("-", "--", ":", "-.")
+FACETS = ("col", "row")
+_PUBLISHED_MARK = dict(marker="D", pointsize=10, fill=False, stroke=1.8)
 
 
 def published_frame(numbers: Iterable[PublishedNumber], *, y: str, sources: str = "target") -> pd.DataFrame:
@@ -94,144 +116,375 @@ def tolerance(claim: Claim, *, y: str | None = None, x: str | None = None, hue: 
     return None
 
 
-def claim_plot(claim: Claim, measured: pd.DataFrame, *, index: int = 0, ax: plt.Axes | None = None,
-               **overrides) -> plt.Axes:
-    """The claim's plot number ``index``: measured against published, with the accepted band, labels from the claim.
+def runs_frame(measured) -> pd.DataFrame:
+    """Every measured series in one table, the column ``series`` naming each.
 
-    The axes, hue, selection, scales and labels come from the claim's
-    ``plot`` entry; keyword arguments override them.
+    ``measured`` is a DataFrame (one series, ``measured``, unless it already
+    has a ``series`` column) or a mapping of labels to DataFrames, one series
+    per run; empty tables and ``None`` are left out.
     """
+    if measured is None:
+        return pd.DataFrame()
+    if isinstance(measured, pd.DataFrame):
+        if SERIES in measured or measured.empty:
+            return measured.reset_index(drop=True)
+        return measured.assign(**{SERIES: MEASURED}).reset_index(drop=True)
+    if not isinstance(measured, Mapping):
+        raise TypeError(f"measured values are a DataFrame or a mapping of run labels to DataFrames, "
+                        f"not {type(measured).__name__}")
+    if PUBLISHED in measured:
+        raise ValueError(f"{PUBLISHED!r} names the paper's values; give the run another label")
+    parts = [f.assign(**{SERIES: str(label)}) for label, f in measured.items() if f is not None and not f.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in values)
+
+
+def _levels(var: str, frames: Sequence[pd.DataFrame], order: Sequence | None = None) -> list:
+    """The values of ``var`` in ``frames``: ``order`` first, then the others as they appear (numbers sorted)."""
+    seen = [v for f in frames if var in f for v in f[var].dropna()]
+    values = list(dict.fromkeys(seen))
+    if order is None and values and _numeric(values):
+        values = sorted(values)
+    return list(dict.fromkeys([*(order or ()), *values]))
+
+
+def _spread(frame: pd.DataFrame, var: str, levels: Sequence) -> pd.DataFrame:
+    """Rows without a value of facet ``var`` belong in every facet: one copy per level."""
+    if frame.empty:
+        return frame
+    if var not in frame:
+        return pd.concat([frame.assign(**{var: lv}) for lv in levels], ignore_index=True)
+    bare = frame[var].isna()
+    if not bare.any():
+        return frame
+    return pd.concat([frame[~bare], *(frame[bare].assign(**{var: lv}) for lv in levels)], ignore_index=True)
+
+
+@dataclass
+class _Layout:
+    """What one plot draws, worked out before drawing: the tables, the facets and the mappings."""
+
+    runs: pd.DataFrame          # measured rows, with SERIES
+    points: pd.DataFrame        # published rows with an x
+    lines: pd.DataFrame         # published rows without an x: a dashed horizontal line
+    band: pd.DataFrame          # x (hue, facets), lo, hi: only where a point was measured
+    facets: dict                # "col"/"row" -> column
+    facet_levels: dict          # "col"/"row" -> its values, in order
+    numeric: bool               # x is a number (continuous axis) rather than a category
+    x_levels: list
+    hue: str | None
+    hue_levels: list
+    run_labels: list
+    wrap: int | None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Rows and columns of the facet grid."""
+        ncol = len(self.facet_levels.get("col", [None]))
+        nrow = len(self.facet_levels.get("row", [None]))
+        if self.wrap and "row" not in self.facets:
+            return math.ceil(ncol / self.wrap), min(ncol, self.wrap)
+        if self.wrap and "col" not in self.facets:
+            return min(nrow, self.wrap), math.ceil(nrow / self.wrap)
+        return nrow, ncol
+
+    @property
+    def cells(self) -> list[dict]:
+        """The facet values of each panel, in the order seaborn lays the axes out (row by row)."""
+        cols = self.facet_levels.get("col", [None])
+        rows = self.facet_levels.get("row", [None])
+        return [{k: v for k, v in (("row", r), ("col", c)) if v is not None or k in self.facets}
+                for r in rows for c in cols]
+
+    @property
+    def palette(self) -> dict:
+        return dict(zip(self.hue_levels, sns.color_palette(PALETTE, max(len(self.hue_levels), 1))))
+
+    @property
+    def run_styles(self) -> dict:
+        """Each run's marker and line style (one run: a circle and a solid line)."""
+        return {r: (RUN_MARKERS[i % len(RUN_MARKERS)], RUN_LINES[i % len(RUN_LINES)])
+                for i, r in enumerate(self.run_labels)}
+
+
+def _layout(measured, published, *, x, y, hue, col, row, wrap, band, order) -> _Layout:
+    runs = runs_frame(measured)
+    runs = runs.dropna(subset=[x, y]) if not runs.empty and x in runs and y in runs else pd.DataFrame()
+    pub = published if published is not None and not published.empty and y in published else pd.DataFrame()
+    if not pub.empty:
+        pub = pub.dropna(subset=[y])
+    has_x = pub[x].notna() if x in pub else pd.Series(False, index=pub.index)
+    points, lines = pub[has_x].reset_index(drop=True), pub[~has_x].reset_index(drop=True)
+    facets, facet_levels = {}, {}
+    for dim, var in (("col", col), ("row", row)):
+        levels = _levels(var, [runs, points, lines]) if var else []
+        if levels:
+            facets[dim], facet_levels[dim] = var, levels
+            points, lines = _spread(points, var, levels), _spread(lines, var, levels)
+    xs = [v for f in (runs, points) if x in f for v in f[x]]
+    numeric = _numeric(xs) and (order is None or _numeric(order))
+    hue = hue if hue and any(hue in f for f in (runs, points, lines)) else None
+    hue_levels = _levels(hue, [runs, points, lines]) if hue else []
+    run_labels = list(dict.fromkeys(runs[SERIES])) if not runs.empty else []
+    return _Layout(runs=runs, points=points, lines=lines, band=_band_rows(band, runs, x=x, hue=hue, facets=facets),
+                   facets=facets, facet_levels=facet_levels, numeric=numeric,
+                   x_levels=[] if numeric else [str(v) for v in _levels(x, [runs, points], order)],
+                   hue=hue, hue_levels=hue_levels, run_labels=run_labels,
+                   wrap=wrap if wrap else (3 if len(facets) == 1 and len(next(iter(facet_levels.values()))) > 4
+                                           else None))
+
+
+def _band_rows(band, runs: pd.DataFrame, *, x: str, hue: str | None, facets: Mapping) -> pd.DataFrame:
+    """The band's rows where a point was measured (same x, and same hue and facet when the band names them)."""
+    if band is None or runs.empty:
+        return pd.DataFrame()
+    where = [x, *(v for v in facets.values() if v in runs)]
+    if isinstance(band, tuple):
+        return runs[where].drop_duplicates().assign(lo=float(band[0]), hi=float(band[1]))
+    if band.empty or x not in band:
+        return pd.DataFrame()
+    keys = [k for k in (x, hue, *facets.values()) if k and k in band and k in runs]
+    band = band[[*keys, "lo", "hi"]].dropna(subset=keys)
+    measured = runs[list(dict.fromkeys([*keys, *where]))].drop_duplicates()
+    if pd.api.types.is_numeric_dtype(band[x]) and pd.api.types.is_numeric_dtype(measured[x]):
+        band, measured = band.astype({x: float}), measured.astype({x: float})
+    return band.merge(measured, on=keys).drop_duplicates()
+
+
+def _x_scale(layout: _Layout, x: str, logx: bool):
+    if not layout.numeric:
+        return so.Nominal(order=layout.x_levels)
+    if not logx:
+        return so.Continuous()
+    ticks = sorted({float(v) for f in (layout.runs, layout.points) if x in f for v in f[x] if v > 0})
+    powers_of_two = all(float(np.log2(v)).is_integer() for v in ticks)
+    scale = so.Continuous(trans="log2" if powers_of_two else "log")
+    return scale.tick(at=ticks).label(like="{x:g}") if 0 < len(ticks) <= 10 else scale
+
+
+def _legend_handles(layout: _Layout, band_label: str) -> list:
+    """One legend for the plot: the hue's colours, each run's style, published (hollow) and the band."""
+    handles = [Line2D([], [], color=c, marker="o", linestyle="-" if layout.numeric else "none", label=str(level))
+               for level, c in layout.palette.items()] if layout.hue else []
+    many = len(layout.run_labels) > 1
+    for run, (marker, dash) in layout.run_styles.items():
+        handles.append(Line2D([], [], color="0.2", marker=marker, linestyle=dash if layout.numeric else "none",
+                              label=f"{run} (solid)" if many else "measured (solid)"))
+    if not layout.points.empty or not layout.lines.empty:
+        handles.append(Line2D([], [], color="0.2", marker="D", markerfacecolor="none", markersize=8,
+                              linestyle="--" if layout.points.empty else "none", label="published (hollow)"))
+    if not layout.band.empty:
+        handles.append(Patch(facecolor="0.6", alpha=0.35, label=band_label))
+    return handles
+
+
+def _theme() -> dict:
+    """Matplotlib's current style, so that seaborn's facets look like the axes a notebook makes itself."""
+    return {k: v for k, v in plt.rcParams.items()
+            if k.startswith(("axes.", "font.", "grid.", "xtick.", "ytick.", "legend.", "lines.", "patch.", "text."))}
+
+
+def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, sharey: bool, xlabel, ylabel,
+               title) -> so.Plot:
+    many = len(layout.run_labels) > 1
+    hue = {"color": layout.hue} if layout.hue else {}
+    run_hue = hue or ({"color": SERIES} if many else {})
+    dodge = [so.Dodge(by=["color"])] if layout.hue and not layout.numeric else []
+    # each layer names the facet columns of its own table (seaborn would otherwise align the plot's by index)
+    facets = dict(layout.facets)
+    grid = pd.MultiIndex.from_product(list(layout.facet_levels.values()), names=list(facets.values())).to_frame(
+        index=False) if facets else None
+    p = so.Plot(grid).theme(_theme())
+    if not layout.band.empty:
+        banded = bool(layout.hue) and layout.hue in layout.band
+        mark = so.Bar(alpha=0.25, edgewidth=0) if banded else so.Bar(alpha=0.3, edgewidth=0, color="0.6")
+        p = p.add(mark, *(dodge if banded else ()), data=layout.band, x=x, y="hi", baseline="lo",
+                  legend=False, **facets, **(hue if banded else {}))
+    if not layout.runs.empty:
+        if layout.numeric:
+            p = p.add(so.Line(linewidth=1.6), so.Agg(), data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
+                      **({"linestyle": SERIES} if many else {}))
+        p = p.add(so.Dot(pointsize=7), *dodge, data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
+                  **({"marker": SERIES} if many else {}))
+    if not layout.points.empty:
+        coloured = layout.points[layout.points[layout.hue].notna()] if layout.hue else layout.points
+        plain = layout.points.drop(coloured.index)
+        if not coloured.empty:
+            p = p.add(so.Dot(**_PUBLISHED_MARK, **({} if hue else {"color": "0.2" if many else "C0"})), *dodge,
+                      data=coloured, x=x, y=y, legend=False, **facets, **hue)
+        if not plain.empty:
+            p = p.add(so.Dot(**_PUBLISHED_MARK, color="0.2"), data=plain, x=x, y=y, legend=False, **facets)
+    p = p.scale(x=_x_scale(layout, x, logx))
+    if logy:
+        p = p.scale(y="log")
+    if layout.hue:
+        p = p.scale(color=so.Nominal(layout.palette, order=layout.hue_levels))
+    elif many:
+        p = p.scale(color=so.Nominal(dict(zip(layout.run_labels, sns.color_palette(PALETTE, len(layout.run_labels))))))
+    if many:
+        p = p.scale(marker=so.Nominal({r: m for r, (m, _) in layout.run_styles.items()}),
+                    linestyle=so.Nominal({r: d for r, (_, d) in layout.run_styles.items()}))
+    if layout.facets:
+        p = p.facet(**facets, order=layout.facet_levels, wrap=layout.wrap).share(y=sharey)
+        p = p.label(**{dim: (lambda name: f"{name}:") for dim in layout.facets})
+    return p.label(x=xlabel or x, y=ylabel or y, **({} if layout.facets or not title else {"title": title}))
+
+
+def overlay(measured, published: pd.DataFrame | None = None, *, x: str, y: str, hue: str | None = None,
+            col: str | None = None, row: str | None = None, wrap: int | None = None, sharey: bool = True,
+            band: tuple[float, float] | pd.DataFrame | None = None, band_label: str = "claimed range",
+            order: Sequence | None = None, logx: bool = False, logy: bool = False, xlabel: str | None = None,
+            ylabel: str | None = None, title: str | None = None, ax: plt.Axes | None = None, on=None):
+    """Measured (solid) against published (hollow) values, with the tolerance band shaded where a point was measured.
+
+    Parameters
+    ----------
+    measured : DataFrame or mapping of str to DataFrame
+        A tidy table with columns ``x``, ``y`` (and ``hue``, the facets), or
+        several runs by label (``{"node1, 3 May": frame_a, "node2": frame_b}``):
+        each run is a series of its own marker and line style.
+    published : DataFrame, optional
+        The paper's values, same columns (`published_frame`). Rows without an
+        ``x`` are dashed horizontal lines; rows without a facet value appear in
+        every facet.
+    hue, col, row : str, optional
+        Columns mapped to colour, and to a grid of panels (seaborn's facets);
+        ``wrap`` panels per line (default 3 past four panels of one facet);
+        ``sharey=False`` gives each panel its own y axis.
+    band : (lo, hi) or DataFrame
+        The accepted range: for the whole plot, or rows ``x`` (``hue``, facet
+        columns), ``lo``, ``hi``. It is shaded at each measured point only.
+    order : sequence, optional
+        The categories of ``x``, in order (others follow as they appear).
+    logx, logy : bool
+        Log axes (x: base 2 when every x is a power of two, ticks at the values).
+    ax : Axes, optional
+        Where one panel is drawn (default: the current axes).
+    on : Figure or SubFigure, optional
+        Where a grid of facets is drawn (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes, or a list of them (one per facet) with ``col``/``row``.
+
+    Examples
+    --------
+    >>> ax = overlay(measured, published_frame(claim.published, y="mean_ops_per_s"),
+    ...              x="cores", y="mean_ops_per_s", hue="op", band=(1000, 3000), logx=True)
+    >>> axes = overlay({"node1": m1, "node2": m2}, None, x="client_total", y="tput_tx_per_s",
+    ...                hue="system", col="workload")
+    """
+    layout = _layout(measured, published, x=x, y=y, hue=hue, col=col, row=row, wrap=wrap, band=band, order=order)
+    if layout.facets and ax is not None:
+        raise ValueError(f"a plot with facets ({', '.join(layout.facets.values())}) takes a figure: pass on=, not ax=")
+    if layout.facets:
+        nrow, ncol = layout.shape
+        target = on if on is not None else plt.figure(figsize=facet_size(nrow, ncol), layout="constrained")
+    else:
+        target = ax if ax is not None else (on.subplots() if on is not None else plt.gca())
+
+    if layout.runs.empty and layout.points.empty and layout.lines.empty:
+        axes = [target if isinstance(target, plt.Axes) else target.subplots()]
+        axes[0].set(xticks=[], yticks=[], xlabel=xlabel or x, ylabel=ylabel or y)  # not a 0–1 axis of nothing
+    else:
+        spec = _plot_spec(layout, x=x, y=y, logx=logx, logy=logy, sharey=sharey, xlabel=xlabel, ylabel=ylabel,
+                          title=title)
+        with warnings.catch_warnings():
+            # seaborn 0.13 calls pandas with arguments pandas 3 deprecates; the reader can do nothing about it
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"seaborn\.")
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"seaborn\.")
+            spec.on(target).plot()
+        axes = [target] if isinstance(target, plt.Axes) else list(target.axes)
+    for panel, cell in zip(axes, layout.cells):
+        _decorate(panel, layout, cell, x=x, y=y)
+    if title and (layout.facets or not axes[0].get_title()):
+        (target.suptitle(title) if layout.facets else axes[0].set_title(title))
+    handles = _legend_handles(layout, band_label) if not layout.runs.empty else []
+    if handles:  # nothing measured: nothing to tell apart, so no legend (and no warning about an empty one)
+        if layout.facets:
+            target.legend(handles=handles, loc="outside right upper", fontsize="small")
+        else:
+            axes[0].legend(handles=handles, loc="best", fontsize="small")
+    return axes if layout.facets else axes[0]
+
+
+def _decorate(ax: plt.Axes, layout: _Layout, cell: Mapping, *, x: str, y: str) -> None:
+    """What seaborn does not draw: the not-run note, published values without an x, the grid."""
+    if layout.runs.empty:
+        ax.text(0.5, 0.5, NOT_RUN, ha="center", va="center", transform=ax.transAxes, zorder=5,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85))
+    lines = layout.lines
+    for dim, value in cell.items():
+        if dim in layout.facets and not lines.empty:
+            lines = lines[lines[layout.facets[dim]] == value]
+    palette = layout.palette
+    for _, r in lines.iterrows():
+        colour = palette.get(r[layout.hue], "0.25") if layout.hue and layout.hue in r else "0.25"
+        ax.axhline(r[y], color=colour, linestyle="--", linewidth=1.2, zorder=2)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def facet_size(nrow: int, ncol: int) -> tuple[float, float]:
+    """The figure size (inches) of a grid of ``nrow`` × ``ncol`` panels."""
+    return max(8.0, 4.2 * ncol + 1.6), 3.6 * nrow + 0.8
+
+
+def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
+    """`overlay`'s arguments for the claim's plot number ``index``: its spec, published values, band and labels."""
     spec = {**(dict(claim.plots[index]) if claim.plots else {}), **overrides}
     x, y, hue = spec["x"], spec["y"], spec.get("hue")
     select = spec.get("select")
-    data = _select_rows(measured, select) if measured is not None and not measured.empty else measured
+    runs = runs_frame(measured)
+    if not runs.empty:
+        runs = _select_rows(runs, select)
     tol = tolerance(claim, y=y, x=x, hue=hue)
     band, label, used = tol if tol else (None, "", set())
     pub = published_frame(claim.published, y=y)
     if not pub.empty:
         pub = _select_rows(pub[~pub["published_id"].isin(used)], select)
-        if x in pub:
-            pub = pub.dropna(subset=[x])
     if isinstance(band, pd.DataFrame):
         band = _select_rows(band, select)
     unit = next((n.unit for n in claim.published if not n.measure or n.measure == y), "")
-    ax = overlay(data, pub if not pub.empty else None, x=x, y=y, hue=hue, band=band,
-                 band_label=spec.get("band_label") or label or "accepted", order=spec.get("order"),
-                 logx=bool(spec.get("logx")), logy=bool(spec.get("logy")),
-                 xlabel=spec.get("xlabel") or x, ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y),
-                 title=spec.get("title"), ax=ax)
-    return ax
+    return dict(measured=runs, published=pub if not pub.empty else None, x=x, y=y, hue=hue, col=spec.get("col"),
+                row=spec.get("row"), wrap=spec.get("wrap"), sharey=spec.get("sharey", True), band=band,
+                band_label=spec.get("band_label") or label or "accepted", order=spec.get("order"),
+                logx=bool(spec.get("logx")), logy=bool(spec.get("logy")), xlabel=spec.get("xlabel") or x,
+                ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y), title=spec.get("title"))
 
 
-def _positions(values: Sequence, order: Sequence | None) -> tuple[dict, bool]:
-    vals = list(dict.fromkeys(order or values))
-    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals)
-    if numeric:
-        return {v: float(v) for v in vals}, True
-    return {v: float(i) for i, v in enumerate(vals)}, False
+def claim_plot(claim: Claim, measured, *, index: int = 0, ax: plt.Axes | None = None, on=None, **overrides):
+    """The claim's plot number ``index``: measured against published, with the accepted band, labels from the claim.
 
-
-def overlay(measured: pd.DataFrame, published: pd.DataFrame | None = None, *, x: str, y: str,
-            hue: str | None = None, band: tuple[float, float] | pd.DataFrame | None = None,
-            band_label: str = "claimed range", order: Sequence | None = None, logx: bool = False,
-            logy: bool = False, xlabel: str | None = None, ylabel: str | None = None,
-            title: str | None = None, ax: plt.Axes | None = None) -> plt.Axes:
-    """Measured (solid) against published (hollow) values, with the tolerance band shaded.
-
-    Parameters
-    ----------
-    measured, published : DataFrame
-        Tidy tables with columns ``x``, ``y`` and, if given, ``hue``. Rows of
-        ``published`` lacking a ``hue`` or ``x`` value are drawn as
-        horizontal dashed lines.
-    band : (lo, hi) or DataFrame
-        A horizontal band for the whole plot, or rows ``x`` (and ``hue``),
-        ``lo``, ``hi`` drawn as a shaded bar at each x.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Examples
-    --------
-    >>> ax = overlay(measured, published_frame(claim.published, y="mean_ops_per_s"),
-    ...              x="cores", y="mean_ops_per_s", hue="op", band=(1000, 3000))
+    The axes, hue, facets (``col``, ``row``, ``wrap``, ``sharey``), selection, scales and
+    labels come from the claim's ``plot`` entry; keyword arguments override
+    them. ``measured`` is a table or a mapping of run labels to tables (see
+    `overlay`). Returns the Axes, or the list of facet Axes.
     """
-    ax = ax or plt.gca()
-    if measured is None or measured.empty or x not in measured or y not in measured:
-        ax.text(0.5, 0.5, "no measured data: not run", ha="center", va="center", transform=ax.transAxes)
-        measured = pd.DataFrame({x: [] if published is None or x not in published else list(published[x].dropna()),
-                                 y: [] if published is None or x not in published else [np.nan] * len(published[x].dropna())})
-        if hue:
-            measured[hue] = []  if measured.empty else [None] * len(measured)
-    pos, numeric = _positions(sorted(measured[x].unique()) if order is None else order, order)
-    if published is not None and not published.empty and x in published and not numeric:
-        for v in published[x].dropna().unique():
-            pos.setdefault(v, float(len(pos)))
-    groups = list(dict.fromkeys(measured[hue])) if hue else [None]
-    if hue and published is not None and hue in published:
-        groups += [g for g in dict.fromkeys(published[hue].dropna()) if g not in groups]
-    palette = dict(zip(groups, sns.color_palette("colorblind", max(len(groups), 1))))
-    n = len(groups)
-    width = 0.0 if numeric else 0.6 / max(n, 1)
+    return overlay(**_claim_args(claim, measured, index, overrides), ax=ax, on=on)
 
-    def xpos(xv, gi):
-        base = pos[xv] if xv in pos else float(xv)  # numeric x: a point not measured still has its place
-        return base * (1 + 0.03 * (gi - (n - 1) / 2)) if numeric and logx else base + (gi - (n - 1) / 2) * width
 
-    if isinstance(band, tuple):
-        ax.axhspan(band[0], band[1], color="0.85", alpha=0.6, zorder=0, label=band_label)
-    elif isinstance(band, pd.DataFrame) and not band.empty:
-        for i, (_, r) in enumerate(band.iterrows()):
-            gi = groups.index(r[hue]) if hue and hue in band else 0
-            xc = xpos(r[x], gi)
-            if numeric and logx:
-                left, right = xc / 1.25, xc * 1.25
-            elif numeric:
-                spacing = np.diff(sorted(pos.values())).min() if len(pos) > 1 else 1.0
-                left, right = xc - 0.3 * spacing, xc + 0.3 * spacing
-            else:
-                left, right = xc - (width or 0.3) / 2, xc + (width or 0.3) / 2
-            colour = palette[groups[gi]] if hue and hue in band else "0.6"
-            ax.fill_between([left, right], r["lo"], r["hi"], color=colour, alpha=0.18,
-                            zorder=0, label=band_label if i == 0 else None)
+def claim_figure(claim: Claim, measured, **overrides) -> plt.Figure:
+    """Every plot the claim declares, one under the other, in one figure (what `reprobook.api.plot` shows).
 
-    for gi, g in enumerate(groups):
-        sub = measured if g is None else measured[measured[hue] == g]
-        if sub.empty:
-            continue
-        sub = sub.sort_values(x, key=lambda s: s.map(pos))
-        xs = [xpos(v, gi) for v in sub[x]]
-        label = f"{g} (measured)" if g is not None else "measured"
-        ax.plot(xs, sub[y], marker="o", linestyle="-" if numeric else "none", color=palette[g], markersize=7,
-                label=label, zorder=3)
-
-    if published is not None and not published.empty:
-        labelled = set()
-        for _, r in published.iterrows():
-            g = r[hue] if hue and hue in published and pd.notna(r.get(hue)) else None
-            colour = palette.get(g, "black")
-            label = None if g in labelled else (f"{g} (published, hollow)" if g is not None else "published (hollow)")
-            labelled.add(g)
-            if x in published and pd.notna(r.get(x)) and (r[x] in pos or numeric):
-                gi = groups.index(g) if g in groups else 0
-                ax.plot([xpos(r[x], gi)], [r[y]], marker="D", markersize=11, markerfacecolor="none",
-                        markeredgecolor=colour, markeredgewidth=2, linestyle="none", zorder=4, label=label)
-            else:
-                ax.axhline(r[y], color=colour, linestyle="--", linewidth=1.2, zorder=2, label=label)
-
-    if not numeric:
-        ax.set_xticks(list(pos.values()), [str(k) for k in pos])
-    elif logx:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(list(pos.values()), [str(k) for k in pos])
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
-    if title:
-        ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:  # nothing measured nor published: no legend (and no warning)
-        ax.legend(fontsize="small", loc="best")
-    return ax
+    Plots without facets are one row of axes each; when any has facets, each
+    plot is a subfigure holding its grid.
+    """
+    args = [_claim_args(claim, measured, i, overrides) for i in range(max(1, len(claim.plots)))]
+    layouts = [_layout(a["measured"], a["published"], x=a["x"], y=a["y"], hue=a["hue"], col=a["col"], row=a["row"],
+                       wrap=a["wrap"], band=a["band"], order=a["order"]) for a in args]
+    if not any(lay.facets for lay in layouts):
+        fig, axes = plt.subplots(len(args), 1, figsize=(8, 4.5 * len(args)), squeeze=False)
+        for a, panel in zip(args, axes[:, 0]):
+            overlay(**a, ax=panel)
+        fig.tight_layout()
+        return fig
+    sizes = [facet_size(*lay.shape) if lay.facets else (8.0, 4.5) for lay in layouts]
+    fig = plt.figure(figsize=(max(w for w, _ in sizes), sum(h for _, h in sizes)), layout="constrained")
+    subfigs = fig.subfigures(len(args), 1, height_ratios=[h for _, h in sizes], squeeze=False)[:, 0]
+    for a, sub in zip(args, subfigs):
+        overlay(**a, on=sub)
+    return fig

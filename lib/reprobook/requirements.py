@@ -36,6 +36,7 @@ falls short) are free text and are not probed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from shlex import quote
 from types import MappingProxyType
@@ -214,7 +215,7 @@ class Cores(Requirement):
         return {"cpus": _int(kv.get("cpus"))}
 
     def describe(self, value):
-        return f"at least {value} cores (CPUs online)"
+        return f"at least {value} core{'s' if value != 1 else ''} (CPUs online)"
 
     def shortfall(self, value, facts):
         if facts.get("cpus") is None:
@@ -792,5 +793,71 @@ def shortfalls(facts: HostFacts | Mapping, reqs: Requirements) -> list[str]:
     return out
 
 
-__all__ = ["DOCKER_TIMEOUT_S", "HostFacts", "Requirement", "Requirements", "facts_from", "names", "os_matches",
-           "parse_requirements", "probe_script", "register", "schema", "shortfalls"]
+# --------------------------------------------------------------------------- the paper's machine
+
+#: the facts a paper file may state about the authors' machine (``authors_machine:``): its key -> (the
+#: `HostFacts` name, the words). The pages and the report compare a run's host with them, fact by fact.
+MACHINE_FACTS = {
+    "cores": ("cpus", "cores (CPUs online)"),
+    "physical_cores_per_socket": ("physical_cores_per_socket", "physical cores per socket"),
+    "sockets": ("sockets", "sockets"),
+    "cpu_model": ("cpu_model", "CPU model"),
+    "smt": ("smt", "SMT"),
+    "numa_nodes": ("numa_nodes", "NUMA nodes"),
+    "memory_gib": ("mem_gib", "memory (GiB)"),
+    "kernel": ("kernel", "kernel"),
+    "os": ("os", "OS"),
+}
+
+
+def _same(key: str, stated: Any, facts: Mapping[str, Any]) -> bool | None:
+    """Whether the host's fact matches the stated one (None: the host's fact is unknown)."""
+    name = MACHINE_FACTS[key][0]
+    have = facts.get(name)
+    if have in (None, "", "unknown"):
+        return None
+    if key == "cpu_model":  # the paper names a vendor or a model: each of its words is in the model name
+        def words(text: str) -> set[str]:
+            return set(re.sub(r"\((r|tm)\)|[^a-z0-9.-]+", " ", text.lower()).split())
+        return words(str(stated)) <= words(str(have))
+    if key == "kernel":
+        return str(have).startswith(str(stated))
+    if key == "os":
+        return os_matches(str(stated), facts.get("os_id") or "", facts.get("os_version") or "")
+    if key == "memory_gib":  # MemTotal leaves out what the firmware and the kernel reserve
+        return abs(float(have) - float(stated)) <= 0.05 * float(stated)
+    return have == stated
+
+
+def differences(facts: HostFacts | Mapping | None, stated: Mapping[str, Any]) -> list[str]:
+    """How a host differs from the authors' machine as the paper file states it, one phrase per fact.
+
+    Only the facts the paper file states are compared (``machine`` and ``source``
+    are words, not facts); a fact the host's probe could not read is said so.
+    Unlike `shortfalls` this is not a judgement: a bigger machine differs too.
+
+    >>> differences(facts_from("cpus=8\\nsmt_active=1"), {"cores": 64, "smt": "on"})
+    ["cores (CPUs online): 8 here, 64 on the authors' machine"]
+    """
+    if facts is None:
+        return []
+    facts = facts if isinstance(facts, HostFacts) else HostFacts(facts)
+    out = []
+    for key in MACHINE_FACTS:
+        if key not in stated:
+            continue
+        value = stated[key]
+        same = _same(key, value, facts)
+        words = MACHINE_FACTS[key][1]
+        if same is None:
+            out.append(f"{words}: not known here, {value} on the authors' machine")
+        elif not same:
+            have = facts.get(MACHINE_FACTS[key][0])
+            out.append(f"{words}: {have:g} here, {value:g} on the authors' machine" if isinstance(have, float)
+                       else f"{words}: {have} here, {value} on the authors' machine")
+    return out
+
+
+__all__ = ["DOCKER_TIMEOUT_S", "HostFacts", "MACHINE_FACTS", "Requirement", "Requirements", "differences",
+           "facts_from", "names", "os_matches", "parse_requirements", "probe_script", "register", "schema",
+           "shortfalls"]

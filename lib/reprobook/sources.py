@@ -34,6 +34,11 @@ class Outputs:
     location: str = ""
     detail: str = ""
     shortfalls: tuple[str, ...] = ()     # how the run's host fell short of the claim's requirements
+    host_facts: Mapping = field(default_factory=dict)   # the run's host as probed ({} for shipped or imported outputs)
+    parameters: Mapping = field(default_factory=dict)   # the run's parameters ({} for shipped outputs: the paper's)
+    scale: str | None = None             # the run's scale (None for shipped outputs: the authors' own runs)
+    deviations: tuple = ()               # what the run did differently from the guide (dicts: kind, what, diff)
+    toolchains: tuple[str, ...] = ()     # the toolchains its steps reported using (reprobook.scales.TOOLCHAIN_MARKER)
 
     @property
     def available(self) -> bool:
@@ -62,7 +67,7 @@ class Outputs:
         from html import escape
         items = "".join(f"<li><code>{escape(n)}</code>: {len(p)} file(s)</li>" for n, p in self.files.items())
         extra = f"<br><i>{escape(self.detail)}</i>" if self.detail else ""
-        return f"<div><b>Numbers from:</b> {escape(self.label)}{extra}<ul>{items}</ul></div>"
+        return f"<div><b>Numbers from:</b> {artifacts.link_refs(self.label)}{extra}<ul>{items}</ul></div>"
 
 
 def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
@@ -82,7 +87,27 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
     return Outputs(claim.key, run.manifest.get("source", "live"), label,
                    {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id,
                    location="(withheld)" if redact_hosts else str(run.path),
-                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()))
+                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()), host_facts=run_host_facts(run),
+                   **run_scale(claim, run))
+
+
+def run_scale(claim: Claim, run: Run) -> dict:
+    """A run's parameters, scale, deviations and reported toolchains, as `Outputs` fields."""
+    from .scales import toolchains_from_log
+    params = dict(run.manifest.get("parameters") or {})
+    scale = run.manifest.get("scale") or (params.get("scale") if claim.scales else None)
+    try:
+        log = (run.path / "log.txt").read_text(errors="replace")
+    except OSError:
+        log = ""
+    return {"parameters": params, "scale": scale, "deviations": tuple(run.manifest.get("deviations") or ()),
+            "toolchains": tuple(toolchains_from_log(log))}
+
+
+def run_host_facts(run: Run) -> dict:
+    """The facts probed on a run's host when it was launched ({} when none were: shipped or imported outputs)."""
+    recorded = run.manifest.get("host_facts") or {}
+    return dict(recorded.get(run.manifest.get("host")) or next(iter(recorded.values()), {}))
 
 
 def _expand(path: Path) -> tuple[Path, ...]:

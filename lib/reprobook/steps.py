@@ -26,14 +26,30 @@ directory on the guest (default: the guest user's home). Host steps can call
 ``tar``), so that fetching the outputs stays a matter of the host. The guest's host key
 is trusted on first use and kept in the run's directory (``guest_known_hosts``): a VM
 image's key is the image's own, and it is the host, not the client, that connects.
+
+A step with a ``role`` runs on every host of that role of the run's placement (see
+`reprobook.placement`) at once, each line of its output prefixed with the host's name;
+the control host runs its share itself, the others are reached over SSH from the
+control host by their names in ``hosts.yaml``, with the control host's own SSH
+configuration (``RB_SSH_CONFIG`` in the host's ``env`` names another file) and its own
+known hosts: the job never accepts a key it does not know. The step fails if it fails
+on any host, and the log says on which.
+
+A ``sweep`` step runs once per point of the claim's sweep: the product of its
+list-valued parameters, in declaration order (``system × workload × clients``). Each
+point sees its own values in ``RB_<NAME>`` (other steps see the whole list,
+space-separated), tees its output to ``points/<step>-<point>.log`` and records its
+completion on its own: a sweep cut in the middle resumes at the first unfinished
+point and keeps what finished.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import shlex
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .config import Claim, HostSpec, Paper, Repository, Step
 from .errors import ConfigError
@@ -59,10 +75,22 @@ rb_end() {  # index hash
   printf '%s\n' "$2" > "$RB_RUN_DIR/steps/$1.done"
   echo "### reprobook: step $1 done in $(( $(date +%s) - rb_t0 )) s"
 }
-rb_checkout() {  # url commit dir
+rb_checkout() {  # url commit dir [excluded path pattern...]
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout "$1" "$3"; fi
   git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q origin "$2" 2>/dev/null || git -C "$3" fetch -q origin
-  git -C "$3" checkout -q --detach "$2"
+  if [ $# -gt 3 ]; then  # a sparse checkout: everything but the excluded paths (their blobs may be absent)
+    local rb_patterns=('/*') rb_p
+    for rb_p in "${@:4}"; do rb_patterns+=("!/$rb_p"); done
+    git -C "$3" sparse-checkout set --no-cone "${rb_patterns[@]}"
+  fi
+  git -C "$3" checkout -q --detach "$2" 2> >(grep -v "^error: invalid object .* for '" >&2)
+  rb_missing=$(git -C "$3" ls-files --deleted | head -n 5)
+  if [ -n "$rb_missing" ]; then  # git checks out a tree whose blobs it cannot read and still exits 0
+    echo "reprobook: the checkout of $1 at $2 lacks files git could not read (objects missing from the" \
+         "repository or mirror?): $(echo $rb_missing). If the experiment never uses them, list them under the" \
+         "repository's 'exclude' in the paper file." >&2
+    exit 3
+  fi
   git -C "$3" submodule update -q --init --recursive
   echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
   git -C "$3" submodule status --recursive | while read -r sha path rest; do
@@ -83,6 +111,28 @@ rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, 
   fi
   return "$rc"
 }
+rb_on() {  # host script_b64: run a step's script on another host of the placement (the control host's ssh config)
+  ssh ${RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"} -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 \
+      -o ServerAliveCountMax=10 "$1" -- "bash -c \"\$(echo $2 | base64 -d)\" reprobook-step" < /dev/null
+}
+rb_par_pids=(); rb_par_hosts=()
+rb_par() {  # host script_b64: start the script on host (this one runs it itself), its lines prefixed with the host
+  if [ "$1" = "$RB_CONTROL_HOST" ]; then
+    ( set -o pipefail; bash -c "$(echo "$2" | base64 -d)" reprobook-step < /dev/null 2>&1 | awk -v p="[$1] " '{print p $0; fflush()}' ) &
+  else
+    ( set -o pipefail; rb_on "$1" "$2" 2>&1 | awk -v p="[$1] " '{print p $0; fflush()}' ) &
+  fi
+  rb_par_pids+=($!); rb_par_hosts+=("$1")
+}
+rb_par_wait() {  # wait for every host of the step; fail naming the hosts it failed on
+  local i rc failed=""
+  for i in "${!rb_par_pids[@]}"; do
+    rc=0; wait "${rb_par_pids[$i]}" || rc=$?
+    [ "$rc" = 0 ] || failed="$failed ${rb_par_hosts[$i]} (exit $rc)"
+  done
+  rb_par_pids=(); rb_par_hosts=()
+  if [ -n "$failed" ]; then echo "reprobook: the step failed on:$failed" >&2; return 1; fi
+}
 rb_expect_submodule() {  # dir path commit
   got=$(git -C "$1/$2" rev-parse HEAD)
   if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
@@ -90,18 +140,35 @@ rb_expect_submodule() {  # dir path commit
 """
 
 
+def _env_value(val) -> str:
+    if isinstance(val, (list, tuple)):
+        return " ".join(_env_value(v) for v in val)
+    return str(val).lower() if isinstance(val, bool) else str(val)
+
+
 def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
-    """``RB_<NAME>`` for each of the claim's parameters, defaults filled in (`ConfigError` for unknown names)."""
-    env = {}
-    for name, val in claim.resolve_params(params).items():
-        env["RB_" + name.upper()] = str(val).lower() if isinstance(val, bool) else str(val)
-    return env
+    """``RB_<NAME>`` for each of the claim's parameters, defaults filled in (`ConfigError` for unknown names).
+
+    A sweep axis (a list) is its values, space-separated."""
+    return {"RB_" + name.upper(): _env_value(val) for name, val in claim.resolve_params(params).items()}
+
+
+def sweep_points(claim: Claim, params: Mapping) -> list[dict[str, object]]:
+    """The points of the claim's sweep: one dict per combination of its axes' values, in order (``[{}]``: none)."""
+    resolved = claim.resolve_params(params)
+    axes = claim.sweep_axes
+    return [dict(zip(axes, combo)) for combo in itertools.product(*(resolved[a] for a in axes))]
+
+
+def point_words(point: Mapping[str, object]) -> str:
+    """``system=pesto clients=10``: a point as the log and the progress show it."""
+    return " ".join(f"{k}={_env_value(v)}" for k, v in point.items())
 
 
 def _checkout_lines(repo: Repository, workdir: str) -> list[str]:
     d = f"{workdir.rstrip('/')}/{repo.checkout}"
     q = shlex.quote
-    lines = [f"rb_checkout {q(repo.url)} {q(repo.commit)} {q(d)}"]
+    lines = [" ".join([f"rb_checkout {q(repo.url)} {q(repo.commit)} {q(d)}", *map(q, repo.exclude)])]
     for sub, sha in repo.submodules.items():
         lines.append(f"rb_expect_submodule {q(d)} {q(sub)} {q(sha)}")
     return lines
@@ -140,10 +207,36 @@ def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
     return steps + [(s.name, s) for s in claim.setup + claim.run]
 
 
-def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, remote_run_dir: str) -> str:
-    """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable."""
+def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) -> str:
+    """The control host's command for a step of a role: its script on each of the role's hosts, at once."""
     q = shlex.quote
-    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, **param_env(claim, params)}
+    lines = []
+    for h in hosts:
+        cwd = step.cwd if step.cwd.startswith("/") else f"{h.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
+        script = "\n".join([f"export {k}={q(v)}" for k, v in {**env, "RB_WORKDIR": h.workdir, "RB_HOST": h.name}.items()]
+                           + ["set -euo pipefail", f"mkdir -p {q(h.workdir)}", f"cd {q(cwd)}", step.run.rstrip()]) + "\n"
+        lines.append(f"rb_par {q(h.name)} {base64.b64encode(script.encode()).decode()}")
+    return "\n".join(lines + ["rb_par_wait"])
+
+
+def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, remote_run_dir: str, *,
+                 placement=None, members: Mapping[str, HostSpec] | None = None,
+                 inputs: Mapping[str, bytes | str] | None = None) -> str:
+    """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable.
+
+    ``placement`` (a `reprobook.placement.Placement`) gives the hosts of each role, and ``members`` their
+    `HostSpec` (for their workdirs); without them, every role is ``host``. ``inputs`` are files made where
+    reprobook runs (generated experiment configs): the job writes them into ``$RB_RUN_DIR/inputs/<name>``
+    before its first step (``RB_INPUTS`` names the directory).
+    """
+    q = shlex.quote
+    from .placement import Placement
+    members = {host.name: host, **(members or {})}
+    if placement is None:   # one host plays every role
+        placement = Placement({r: (host.name,) for r in (claim.roles or [claim.control_role])}, claim.control_role)
+    roles, placement_env = dict(placement.roles), placement.env()
+    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, "RB_HOST": host.name, **placement_env,
+           **param_env(claim, params)}
     git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
     if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):
         # a local mirror: let submodules be cloned from it too (git refuses file:// submodules by default)
@@ -157,25 +250,54 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
     out.append(_PRELUDE)
+    out.append('export RB_INPUTS="$RB_RUN_DIR/inputs"')
+    for name, data in (inputs or {}).items():
+        if not name or name.startswith(("/", ".")) or "/" in name or "\0" in name:
+            raise ConfigError(f"an input's name must be a plain file name, not {name!r}")
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        out.append(f'mkdir -p "$RB_INPUTS" && echo {base64.b64encode(raw).decode()} | base64 -d > "$RB_INPUTS"/{q(name)}')
     out.append(f"mkdir -p {q(host.workdir)} && cd {q(host.workdir)}")
     steps = plan(paper, claim)
     if any(step and step.where == "guest" for _, step in steps) and "guest_port" not in claim.parameters:
         raise ConfigError(f"{claim.key} has steps on a guest but no parameter guest_port to reach it by "
                           f"(the guest is named by the parameters {', '.join(GUEST_PARAMETERS)})")
     guest_env = param_env(claim, params)
+    points = sweep_points(claim, params)
     total = len(steps)
     for i, (name, step) in enumerate(steps, 1):
         minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
-        if step is None:
-            body = "\n".join(line for repo in paper.repositories_for(claim) for line in _checkout_lines(repo, host.workdir))
-            cwd = host.workdir
-        elif step.where == "guest":
-            cwd = step.cwd
-            body = f"( cd {q(host.workdir)} && set -euo pipefail\n{_guest_body(step, guest_env)}\n)"
-        else:
-            cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
-            body = f"( cd {q(cwd)} && set -euo pipefail\n{step.run.rstrip()}\n)"
-        h = step_hash(name, cwd, body)
-        out.append(f"if rb_begin {i} {total} {q(name + minutes)} {h}; then\n{body}\nrb_end {i} {h}\nfi")
+        sweep = points if step is not None and step.sweep else [None]
+        for k, point in enumerate(sweep, 1):
+            step_env = dict(guest_env)
+            exports = ""
+            if point is not None:
+                point_env = {"RB_" + a.upper(): _env_value(v) for a, v in point.items()}
+                point_env.update(RB_POINT=str(k), RB_POINT_NAME=point_words(point))
+                step_env.update(point_env)
+                exports = "\n".join(f"export {a}={q(v)}" for a, v in point_env.items())
+            role = (step.role if step is not None else "") or claim.control_role
+            if step is None:
+                body = "\n".join(line for repo in paper.repositories_for(claim) for line in _checkout_lines(repo, host.workdir))
+                cwd = host.workdir
+            elif step.where == "guest":
+                cwd = step.cwd
+                body = f"( cd {q(host.workdir)} && set -euo pipefail\n{exports}\n{_guest_body(step, step_env)}\n)"
+            elif roles.get(role, (host.name,)) != (host.name,):
+                # another role's hosts (or several): each runs the step, reached from this host
+                cwd = f"{role}:{step.cwd}"
+                targets = [members[n] for n in roles[role]]
+                body = (f"( cd {q(host.workdir)} && set -euo pipefail\n"
+                        f"{_role_body(step, {**placement_env, **step_env}, targets)}\n)")
+            else:
+                cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
+                body = f"( cd {q(cwd)} && set -euo pipefail\n{exports}\n{step.run.rstrip()}\n)"
+            h = step_hash(name, cwd, body)
+            if point is None:
+                out.append(f"if rb_begin {i} {total} {q(name + minutes)} {h}; then\n{body}\nrb_end {i} {h}\nfi")
+            else:
+                label = f"{name}{minutes} [point {k}/{len(sweep)}: {point_words(point)}]"
+                log = f'"$RB_RUN_DIR/points/{i}-{k}.log"'
+                out.append(f"if rb_begin {i}-{k} {total} {q(label)} {h}; then\nmkdir -p \"$RB_RUN_DIR/points\"\n"
+                           f"{body} 2>&1 | tee {log}\nrb_end {i}-{k} {h}\nfi")
     out.append('echo "### reprobook: all steps done"')
     return "\n".join(out) + "\n"

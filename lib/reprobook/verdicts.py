@@ -40,8 +40,8 @@ def record(verdict, outputs=None, *, fingerprint: str | None = None) -> dict:
     Without ``outputs`` the source tag is unknown (``None``), and the summary does not use the record.
     """
     available = outputs is not None and outputs.available
-    return {"claim": verdict.claim, "verdict": str(verdict.verdict), "margin": verdict.margin,
-            "reason": verdict.reason,
+    return {"claim": verdict.claim, "verdict": str(verdict.verdict), "wording": verdict.says, "margin": verdict.margin,
+            "reason": verdict.reason, "warnings": list(verdict.warnings),
             "source": None if outputs is None else outputs.source if available else "none",
             "source_detail": None if outputs is None else outputs.label if available else outputs.detail,
             "fingerprint": fingerprint}

@@ -182,3 +182,19 @@ def test_a_cold_build_executes_every_page_once_in_parallel_and_renders_from_the_
     assert set(records) == {c.key for c in claims} and not rejected
     summary = (root / "_build" / "html" / "book" / "summary.html").read_text()
     assert f"All {len(claims)} verdicts are the ones the claim pages computed in this build" in summary
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked kernels", "fresh kernels"])
+def test_the_kernels_talk_over_encrypted_channels_and_say_nothing_about_it(tmp_path, capfd, fork):
+    # a kernel's own log (its stderr, which is the build's) would say "Kernel is running over TCP without encryption"
+    page = _notebook(tmp_path / "pages" / "a.ipynb", "import json, sys\nprint(json.dumps(sorted(sys.argv)))")
+    out = execution.execute([execution.Page(page)], cache_dir=tmp_path / "cache", workers=1, timeout=60, fork=fork,
+                            log=lambda line: None)
+    assert [o.status for o in out] == ["executed"]
+    log = "".join(capfd.readouterr())
+    assert "without encryption" not in log and "plain text" not in log, log
+    from jupyter_cache import get_cache
+    cache = get_cache(str(tmp_path / "cache"))
+    executed = cache.get_cache_bundle(cache.match_cache_file(str(page)).pk).nb
+    connection_file = json.loads(executed.cells[0].outputs[0]["text"])[-1]  # the kernel's -f argument
+    assert connection_file.endswith(".json")

@@ -1,13 +1,48 @@
-"""Fixtures shared by the integration tests: a real-sshd testbed and a FIXTURE project on it."""
+"""Fixtures shared by the integration tests: a real-sshd testbed, a FIXTURE project on it, and a host for the
+project's own configuration (the real claims, cloned from the local git mirror)."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.fixture_project import make_project
 from tests.support.sshd import SshTestbed
+
+ROOT = Path(__file__).resolve().parents[2]
+GIT_MIRROR = ROOT.parent / "shared" / "git" / "github.com"
+"""The local git mirror the real-project hosts clone from (their ``git_url_rewrites`` point at it)."""
+
+
+def unavailable(reason: str) -> None:
+    """Skip for want of ``reason``; under CI, where everything must be there, fail instead."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set, so this test must run, but {reason}")
+    pytest.skip(reason)
+
+
+def real_project_host(tmp_path: Path, bed, monkeypatch, name: str, addr: str, *, env: dict | None = None) -> Path:
+    """This machine as host ``name`` on ``addr``, for the project's real configuration; returns its workdir.
+
+    GitHub URLs are rewritten to `GIT_MIRROR`; the hosts file, run store and workdir are in
+    ``tmp_path``; ``env`` is the host's environment for the jobs (caches kept out of the user's home).
+    """
+    bed.add_host(name, addr)
+    workdir = tmp_path / "work"
+    host = {"ssh": name, "workdir": str(workdir), "git_url_rewrites": {"https://github.com/": f"{GIT_MIRROR}/"}}
+    if env:
+        host["env"] = {k: str(v) for k, v in env.items()}
+    (tmp_path / "hosts.yaml").write_text(yaml.safe_dump({"hosts": {name: host}}))
+    monkeypatch.setenv("REPROBOOK_ROOT", str(ROOT))
+    monkeypatch.setenv("REPROBOOK_HOSTS", str(tmp_path / "hosts.yaml"))
+    monkeypatch.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    monkeypatch.delenv("REPROBOOK_VERDICT_FILE", raising=False)
+    return workdir
 
 
 @pytest.fixture

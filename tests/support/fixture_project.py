@@ -99,6 +99,10 @@ def make_project(base: Path, hosts: dict[str, str], *, extra_hosts_yaml: dict | 
 
     paper = yaml.safe_load((ROOT / "configs" / "papers" / "aardvark.yaml").read_text())
     claim = next(c for c in paper["claims"] if c["id"] == "validator-throughput")
+    for key in ("scales", "patches", "deviations", "repositories"):  # the real claim's name its own parameters, not the fixture's
+        claim.pop(key, None)
+    for chk in claim.get("checks", []):
+        chk.pop("needs", None)
     claim.update(
         statement="FIXTURE claim in the validator-throughput format.",
         requires={"cores": 1, "why": "fixture"},

@@ -128,3 +128,8 @@ def page_report(page: Page) -> dict:
     fold are only fetched once scrolled into view.
     """
     return page.evaluate(_PAGE_REPORT_JS)
+
+
+def unfold(page: Page) -> None:
+    """Open every folded block of ``page`` (the code and evidence a claim page folds), as a reader clicking them would."""
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")

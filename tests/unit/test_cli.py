@@ -10,7 +10,8 @@ import sys
 from reprobook.cli import build_parser
 
 CLI = [sys.executable, "-m", "reprobook"]
-COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import"]
+COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import",
+            "report"]
 
 
 def test_every_command_has_help():
@@ -121,4 +122,4 @@ def test_ill_typed_and_unknown_parameters_are_refused():
     assert out.returncode == 2 and "takes a int" in out.stderr and "abc" in out.stderr
     out = subprocess.run(CLI + ["run", "aardvark/archive-throughput", "-p", "trails", "3"],
                          capture_output=True, text=True)
-    assert out.returncode == 2 and "no parameter(s) trails" in out.stderr and "(it has: trials)" in out.stderr
+    assert out.returncode == 2 and "no parameter(s) trails" in out.stderr and "(it has: trials, accounts, txns_per_block, workload_blocks, rust, go, scale)" in out.stderr

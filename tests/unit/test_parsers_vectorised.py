@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.parsers import aardvark, jsonfmt, tables, text, verus
+from reprobook.parsers import aardvark, jsonfmt, latex, tables, text, verus
 from tests.support.artifacts import NR, STORAGE, VERUS
 
 LEDGER = "github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2/go-algorand/ledger"
@@ -198,6 +198,130 @@ def test_whitespace_table_one_pass_equals_row_by_row(monkeypatch, lines, fast):
     assert taken == fast
     assert_same(quick, careful)
 
+
+
+MIMALLOC_TABLE = {"tokens": {"mi": ["fail"], "vmi": ["fail"]},
+                  "converters": {"mi": text.parse_clock, "vmi": text.parse_clock}}
+
+
+# constructed from the format of process-benchmarks-output.py's `bench mi vmi` table, inside other output
+@pytest.mark.parametrize("content, fast", [
+    ("cargo noise\nbench  mi   vmi\ncfrac  4.6  fail\nx .5 3.\n\nafter 1 2\n", True),
+    ("bench mi vmi\ncfrac\t4.6\t5\nx 1 2", True),  # tabs; no line end after the last row
+    ("bench mi vmi\nx 1 2\n \t \ny 2 3\n", True),  # a line of blanks ends the table
+    ("bench mi vmi\r\ncfrac 4.6 5\r\n", False),  # carriage returns: row by row
+    ("bench mi vmi\nx 1\ny 2 3 4\n", False),  # as many cells as 2 full rows, but one short: named
+    ("bench mi vmi\nx\u00a01 2 3\n", False),  # a blank that is not ASCII: row by row
+    ("bench mi vmi\nx 1e3 2\n", False),
+    ("bench mi vmi\n\nx 1 2\n", False),  # no row
+])
+def test_whitespace_table_from_the_bytes_equals_row_by_row(monkeypatch, content, fast):
+    data = content.encode("utf-8")
+    at = data.find(b"bench")
+    for token_columns in (True, False):
+        def call():
+            return text.read_table_at(data, at, file="log", header_line=data.count(b"\n", 0, at) + 1,
+                                      token_columns=token_columns, **MIMALLOC_TABLE)
+        quick, careful, taken = both_ways(monkeypatch, text, "_whitespace_table", call)
+        assert taken == fast
+        assert_same(quick, careful)
+        if not isinstance(quick, str) and len(quick):
+            assert ("mi_token" in quick.columns) == token_columns
+            assert quick["line"].iloc[0] == data.count(b"\n", 0, at) + 2
+
+
+def test_mimalloc_log_tables_from_the_bytes(tmp_path, monkeypatch):
+    # constructed: two runs of process-benchmarks-output.py, between lines of other output
+    content = ("Compiling mimalloc\nbench mi vmi\ncfrac 4.60 fail\nespresso 1:02.5 5.1\n\n"
+               "bench: done\nbench   mi   vmi\ncfrac 4.7 9.8\nespresso 5.2 5.3\n")
+    path = write(tmp_path, "log.txt", content)
+    quick, careful, _ = both_ways(monkeypatch, text, "_whitespace_table", lambda: verus.read_mimalloc_log(path))
+    assert_same(quick, careful)
+    assert quick["run"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert quick["line"].tolist() == [3, 3, 4, 4, 8, 8, 9, 9]
+    assert quick["status"].tolist()[:2] == ["ok", "fail"] and math.isnan(quick["seconds"].iloc[1])
+    assert quick["seconds"].iloc[2] == 62.5  # the clock reading, read row by row in that table
+    assert list(quick.dtypes.astype(str)) == ["str", "str", "float64", "str", "int64", "int64"]
+
+
+# --- LaTeX tables -----------------------------------------------------------------------------------
+
+def tabular(rows: str, spec: str = "lll", before: str = "") -> str:
+    return before + "\\begin{tabular}{" + spec + "}\n\\hline\n" + rows + "\n\\end{tabular}\n"
+
+
+# constructed: the table process-benchmarks-output.py prints, and the markup the cell-by-cell reading knows
+LATEX_CASES = [
+    (tabular("Benchmark & mimalloc & Verus mimalloc \\\\ \\hline\ncfrac & 4.6\\invizero s. & \\textbf{9.7}\\,s "
+             "\\\\ \\hline\nsh6benchN & 0.14 s. & 2.0\\invizero s. \\\\ \\hline"), True),
+    (tabular("a & $\\rightarrow$ b~c & \\to*{x}\\textasciitilde \\\\[2pt]\n\\toprule\nx & \\foo[a] z & "
+             "\\bar [q]{w}{v} \\\\ \\cline{2-3}\nlast & 50\\,\\% & \\_\\#"), True),
+    (tabular("a & \\leq\\textbf{b} & \\emph\\quad{c} \\\\ d & \\textbf~{x} & \\foo$ {y} \\\\"), True),
+    (tabular("a & b \\\\ short \\\\"), True),  # a short row is padded
+    (tabular("a & \\textbf{\\foo[x}]{y} & c \\\\"), False),  # a [...] reaching out of its group
+    (tabular("a & \\leq\\foo[$a\n& [x]{} \\\\"), True),  # a [...] does not reach into the next cell
+    (tabular("\\hline[{] a & b & c \\\\"), False),
+    (tabular("a & b & c \\\\[3pt \\\\ x] d & e & f \\\\"), False),
+    (tabular("a & \\multicolumn{2}{c}{b} \\\\"), False),
+    (tabular("a & \\name & c \\\\", before="\\newcommand{\\name}{Verus}\n"), False),
+    (tabular("map \\& unmap & b & c \\\\"), False),
+    (tabular("a & \\textbf{b \\\\ c} & d \\\\"), False),
+    (tabular("a & b & c & d \\\\"), False),  # more cells than the spec: named
+]
+
+
+@pytest.mark.parametrize("source, fast", LATEX_CASES, ids=[str(i) for i in range(len(LATEX_CASES))])
+def test_latex_one_pass_equals_cell_by_cell(monkeypatch, tmp_path, source, fast):
+    quick, careful, taken = both_ways(monkeypatch, latex, "_rows_in_one_pass",
+                                      lambda: latex.tabular_rows(source, file="t.tex", first_line=3))
+    assert taken == fast
+    assert quick == careful
+    path = write(tmp_path, "t.tex", source)
+    for header_rows in (1, 2):
+        quick, careful, _ = both_ways(monkeypatch, latex, "_rows_in_one_pass",
+                                      lambda: latex.read_tabular(path, header_rows=header_rows))
+        assert_same(quick, careful)
+
+
+def test_latex_markup_taken_off_in_one_pass(monkeypatch):
+    rows = latex.tabular_rows(LATEX_CASES[2][0], file="t.tex")
+    assert rows == [(3, ["a", "b", "c"]), (3, ["d", "x", "y"])]  # \leq is no symbol here: it goes
+    rows = latex.tabular_rows(LATEX_CASES[1][0], file="t.tex")
+    assert rows[0] == (3, ["a", "→ b c", "→x~"]) and rows[2] == (6, ["last", "50 %", "_#"])
+
+
+def test_latex_table_of_many_rows_read_by_columns(tmp_path, monkeypatch):
+    # constructed: a long table as process-benchmarks-output.py would print it for many benchmarks
+    body = "\n".join(f"bench{i} & {i}.5\\,s & \\textbf{{{i}.1}} s \\\\" for i in range(2000))
+    path = write(tmp_path, "t.tex", tabular("Benchmark & mimalloc & Verus mimalloc \\\\ \\hline\n" + body))
+    quick, careful, taken = both_ways(monkeypatch, latex, "_rows_in_one_pass", lambda: latex.read_tabular(path))
+    assert taken
+    assert_same(quick, careful)
+    assert list(quick.columns) == ["Benchmark", "mimalloc", "Verus mimalloc", "line"]
+    assert quick.iloc[1999].tolist() == ["bench1999", "1999.5 s", "1999.1 s", 2003]
+
+
+# --- pointproofs lists ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("values, fast", [
+    ("38677, 39772, 0", True),
+    ("1.5, 2e3, 0.25", True),
+    ("99999999999999999999999, 1", False),  # beyond int64: item by item
+    ("1, true", False),
+    ("1, null", False),
+    ("1, -2", False),
+])
+def test_veccom_lists_read_as_json_equal_item_by_item(tmp_path, monkeypatch, values, fast):
+    # constructed from the format of pointproofs' bench-results
+    n = values.count(",") + 1
+    rows = "".join(f"bench_{s}_{op},[{values}]\n" for s in ("pairing", "merkle")
+                   for op in ("commit", "open", "verify", "commit_update", "proof_update"))
+    path = write(tmp_path, "bench-results", f"iters,{n}\n{rows}")
+    quick, careful, taken = both_ways(monkeypatch, aardvark, "_json_numbers", lambda: aardvark.read_veccom(path))
+    assert taken == fast
+    assert_same(quick, careful)
+    if fast:
+        assert quick["latency_us"].tolist()[:n] == [float(v) for v in values.split(",")]
 
 # --- JSON -------------------------------------------------------------------------------------------
 

@@ -203,3 +203,37 @@ def test_a_generated_configs_labels_reach_the_loader(mirror, tmp_path):
     outputs = Outputs("pesto/test", "live", "test", {"runs": (tmp_path / "exp",)}, location="test")
     row = get_loader("pesto.curves")(outputs).iloc[0]
     assert (row["experiment"], row["system"], row["client_total"]) == ("sharding", "Pesto", 30)
+
+
+def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(tmp_path, monkeypatch):
+    """The claim's input generator takes the authors' files from git at the paper's commit (here the local
+    mirror as the git base URL), derives each for the placement's servers, and keeps the diff."""
+    if not GIT.is_dir():
+        pytest.skip("no local mirror of fsuri/Pequin-Artifact")
+    from reprobook.config import load_project
+    from reprobook.inputs import generate as generate_inputs
+    from reprobook.placement import Placement
+
+    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT.parent.parent.parent}/github.com/")
+    monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "no-mirror"))
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    project = load_project(ROOT)
+    claim = project.claim("pesto/sample-runs")
+    servers = [f"node-{i}" for i in range(6)]
+    placement = Placement({"control": ("local",), "server": tuple(servers), "client": ("local",)}, "control")
+    with pytest.raises(ConfigError, match="set the parameter cloudlab_user"):
+        generate_inputs(project, claim, {}, placement)
+    with pytest.raises(ConfigError, match="client_experiment_length: an experiment of 30 s leaves nothing"):
+        generate_inputs(project, claim, {"cloudlab_user": "alice", "duration_s": 30}, placement)   # 15 s ramps
+    made = generate_inputs(project, claim, {"cloudlab_user": "alice", "duration_s": 30, "ramp_s": 5}, placement)
+    assert [m.name for m in made] == ["Pequin-TPCC-SQL-20wh.json", "100000.json", "Zipf-Inconsistent.json",
+                                      "Uniform-Failure-2.json"]
+    tpcc = json.loads(made[0].data)
+    assert tpcc["emulab_user"] == "alice" and tpcc["server_names"][0] == servers
+    assert tpcc["client_experiment_length"] == 30
+    assert made[1].source.endswith("experiment-configs/Pesto/2-Microbenchmarks/1-Scan-Point/Scan/with condition/100000.json")
+    assert '-  "emulab_user": "fs435"' in made[0].diff or "emulab_user" in made[0].diff
+    # the authors' file at the commit is what the diff starts from, and it is untouched
+    original = subprocess.run(["git", "-C", str(GIT), "show", f"{COMMIT}:experiment-configs/Pesto/1-Workloads/TPCC/LAN/"
+                               "Pequin-TPCC-SQL-20wh.json"], capture_output=True, text=True, check=True).stdout
+    assert json.loads(original)["emulab_user"] != "alice"

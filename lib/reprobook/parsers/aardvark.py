@@ -24,7 +24,7 @@ from ..errors import ConfigError, OutputError
 from .gotest import parse_go_duration, timings
 from .text import MAX_COUNT as _MAX_COUNT
 from .text import (LineIndex, parse_count, parse_number, parse_number_list, read_bytes,
-                   read_lines, records)
+                   read_lines, records, take_strings)
 
 __all__ = ["VALIDATOR_OPS_PER_TRIAL", "ARCHIVE_OPS_PER_TRIAL", "parse_go_duration",
            "read_trials_csv", "read_go_test_times", "read_edrax", "read_veccom", "read_table1",
@@ -285,8 +285,11 @@ def _json_numbers(text: str):
         return None  # strings or booleans, which numpy would turn into numbers: item by item
     try:
         items = json.loads(text)
-        values = np.array(items, dtype=float)  # null, NaN and Infinity become NaN or inf: refused below
-    except (ValueError, TypeError):
+        if "." in text or "e" in text or "E" in text or "-" in text:
+            values = np.array(items, dtype=float)  # null, NaN and Infinity become NaN or inf: refused below
+        else:  # integers only (as pointproofs prints them): numpy's int64 loop, then one cast
+            values = np.fromiter(items, dtype=np.int64, count=len(items)).astype(np.float64)
+    except (ValueError, TypeError, OverflowError):
         return None  # items JSON does not take (``+5``, ``.5``, ``05``), or not numbers: item by item
     if values.ndim != 1 or not np.isfinite(values).all() or (values < 0).any():
         return None
@@ -405,7 +408,7 @@ def _latency_frame(rows: list[tuple[str, str, list[float]]]) -> pd.DataFrame:
     def column(names: list[str]):  # a few names, each over a long run of rows
         unique = list(dict.fromkeys(names))
         codes = np.repeat(np.array([unique.index(n) for n in names], dtype="int64"), counts)
-        return pd.Categorical.from_codes(codes, unique).astype("str")
+        return take_strings(codes, unique)  # each name checked once, not once a row
     return pd.DataFrame({
         "system": column([system for system, _, _ in rows]),
         "op": column([op for _, op, _ in rows]),
@@ -413,7 +416,7 @@ def _latency_frame(rows: list[tuple[str, str, list[float]]]) -> pd.DataFrame:
         else np.zeros(0, dtype="int64"),
         "latency_us": np.concatenate([np.asarray(values, dtype="float64") for *_, values in rows]) if rows
         else np.zeros(0, dtype="float64"),
-    })
+    }, copy=False)  # every column is new: no copy needed
 
 
 def _require_rows(missing: list[str], path: Path) -> None:

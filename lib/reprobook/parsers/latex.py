@@ -15,10 +15,12 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from ..errors import OutputError
@@ -62,14 +64,35 @@ def tabular_rows(source: str, *, file: str | Path, first_line: int = 1, index: i
         Rule-only rows are left out; a row shorter than the column spec is padded
         with empty cells.
     """
-    source = re.sub(r"(?<!\\)%[^\n]*", "", source)
-    line_of = _line_finder(source, first_line)
+    found = _tabular(source, file=file, first_line=first_line, index=index, macros=macros)
+    return found.rows() if isinstance(found, _Cells) else found
+
+
+class _Cells(NamedTuple):
+    """A table's cells in one flat list, row after row (``width`` a row), and each row's line.
+
+    What the one-pass reading gives for a table whose rows all have the same cells: no list a
+    row, so no work for the garbage collector over thousands of them.
+    """
+
+    lines: list[int]
+    flat: list[str]
+    width: int
+
+    def rows(self) -> list[tuple[int, list[str]]]:
+        return [(line, self.flat[i * self.width:(i + 1) * self.width]) for i, line in enumerate(self.lines)]
+
+
+def _tabular(source: str, *, file, first_line: int, index: int, macros) -> _Cells | list[tuple[int, list[str]]]:
+    """:func:`tabular_rows`, as `_Cells` when read in one pass."""
+    if "%" in source:
+        source = re.sub(r"(?<!\\)%[^\n]*", "", source)
     found = list(_BEGIN.finditer(source))
     if len(found) <= index:
         raise OutputError(f"no tabular environment number {index + 1} (found {len(found)})",
                           file=file, line=first_line if found else None)
     begin = found[index]
-    where = line_of(begin.start())
+    where = first_line + source.count("\n", 0, begin.start())
     args = 2 if begin.group(1) != "tabular" else 1
     spec, start = "", _skip_optional(source, begin.end())
     for _ in range(args):
@@ -80,6 +103,11 @@ def tabular_rows(source: str, *, file: str | Path, first_line: int = 1, index: i
                           file=file, line=where)
     expansions = {**_definitions(source), **(macros or {})}
     width = _spec_width(spec)
+    if not expansions:
+        fast = _rows_in_one_pass(source, start, end, width, first_line + source.count("\n", 0, start))
+        if fast is not None:
+            return fast
+    line_of = _line_finder(source, first_line)
     rows = []
     for offset, chunk in _split(source[start:end], r"\\", file, where):
         lead = _LEAD.match(chunk)
@@ -103,8 +131,14 @@ def read_tabular(path: str | Path, *, index: int = 0, header_rows: int = 1,
                  macros: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Read the ``index``-th tabular of a ``.tex`` file into a frame (see :func:`tabular_frame`)."""
     path, lines = text.read_lines(path)
-    return tabular_frame(tabular_rows("\n".join(lines), file=path, index=index, macros=macros),
-                         file=path, header_rows=header_rows)
+    found = _tabular("\n".join(lines), file=path, first_line=1, index=index, macros=macros)
+    if not isinstance(found, _Cells):
+        return tabular_frame(found, file=path, header_rows=header_rows)
+    if len(found.lines) <= header_rows:
+        return tabular_frame(found.rows(), file=path, header_rows=header_rows)  # which raises
+    width, cut = found.width, header_rows * found.width
+    header = [found.flat[i:i + width] for i in range(0, cut, width)]
+    return _frame(header, [found.flat[cut + i::width] for i in range(width)], found.lines[header_rows:], path)
 
 
 def tabular_frame(rows: list[tuple[int, list[str]]], *, file: str | Path,
@@ -117,14 +151,23 @@ def tabular_frame(rows: list[tuple[int, list[str]]], *, file: str | Path,
     if len(rows) <= header_rows:
         raise OutputError(f"the table has {len(rows)} rows, none below its {header_rows}-row "
                           "header", file=file, line=rows[0][0] if rows else None)
-    width = max(len(cells) for _, cells in rows)
+    lines, body = zip(*rows[header_rows:])
+    width = max(map(len, (cells for _, cells in rows)))
+    if set(map(len, body)) != {width}:
+        body = [cells + [""] * (width - len(cells)) for cells in body]
+    return _frame([cells for _, cells in rows[:header_rows]], list(zip(*body)), lines, file)
+
+
+def _frame(header: list[list[str]], columns: list, lines, file) -> pd.DataFrame:
+    """The frame of :func:`tabular_frame` from its header rows and its body's columns."""
     names = []
-    for i in range(width):
-        words = [cells[i] for _, cells in rows[:header_rows] if i < len(cells) and cells[i]]
+    for i in range(len(columns)):
+        words = [cells[i] for cells in header if i < len(cells) and cells[i]]
         names.append(" ".join(words) or f"column {i + 1}")
-    body = [cells + [""] * (width - len(cells)) for _, cells in rows[header_rows:]]
-    frame = pd.DataFrame(body, columns=names)
-    frame["line"] = [line for line, _ in rows[header_rows:]]
+    # by column: one pass of pandas' checks per column, not one per row
+    frame = pd.DataFrame({i: pd.array(column, dtype="str") for i, column in enumerate(columns)})
+    frame.columns = names
+    frame["line"] = np.array(lines, dtype="int64")
     frame.attrs["source"] = str(file)
     return frame
 
@@ -241,6 +284,97 @@ def _split(source: str, separator: str, file, line) -> list[tuple[int, str]]:
     return parts
 
 
+_ROW_END = re.compile(r"(\\\\(?:\s*\[[^\]]*\])?" + _LEAD.pattern + ")")
+"""A row's end (``\\`` and an optional spacing such as ``[2pt]``), then the next row's rules and blanks."""
+_NOT_ONE_PASS = ("\x00", "\x01", "\x02", "\x03", "\x04", "\x05", "@", r"\{", r"\}", r"\&", r"\$", r"\~")
+"""Text the one-pass reading leaves to the careful one: its markers, and escapes it does not take."""
+_OPEN_BRACE = re.compile(r"\{(?=((?:[^{}&\\]|\\[^\\])*))\1(?!\})")  # (?=(x*))\1: x* taken whole, never less
+"""A brace not closed before the next brace, ``&`` or ``\\``: a group holding a cell or row end, or nested."""
+_MACRO_NAME = re.compile(r"\\([A-Za-z]+)")
+_BRACKETED_BRACE = re.compile(r"\[[^\]{}]*[{}]")
+_SYMBOL = {name: re.compile(re.escape(name) + r"(?![A-Za-z])\*?") for name in SYMBOLS}
+_ARGUMENT_HEAD = re.compile(r"\\[A-Za-z]+\*?(?:[ \t\n]*\[[^\]&\x01]*\])*[ \t\n]*\{")
+"""A macro up to its ``{`` (optional ``[...]`` arguments, within the cell, skipped), as :func:`_expand` takes it."""
+_WITHOUT_ARGUMENT = re.compile(r"\\[A-Za-z]+\*?")
+_SPACING = re.compile(r"\\[,;: \n]")
+_ESCAPED = ("%", "_", "#")
+_BLANKS = re.compile(r"[^\S ]\s*| \s+")
+"""A run of blanks other than a single space (which needs no change)."""
+_MARKERS = str.maketrans({"&": "\x00", "~": "\x02", "$": "\x03", "{": "\x04", "}": "\x04"})
+_GROUPING = str.maketrans({"\x03": None, "\x04": None, "\x02": " ", "\x05": "~"})
+
+
+def _rows_in_one_pass(source: str, start: int, end: int, width: int,
+                      first_line: int) -> _Cells | list[tuple[int, list[str]]] | None:
+    r""":func:`tabular_rows` of ``source[start:end]`` by a few regular-expression passes over the whole text.
+
+    For a table whose markup is all formatting macros with at most one simple ``{...}``
+    argument (``\textbf{4.6}``), argument-less macros, the symbols of :data:`SYMBOLS`, spacing
+    (``\,``) and the escapes ``\%``, ``\_``, ``\#``, with braces that never hold a cell or
+    row end: the same rows the careful reading gives, each cell's markup taken off by the
+    passes rather than cell by cell. ``first_line`` is the line of ``source[start]``.
+    Anything else (``\multicolumn``, macros defined in the text, nested braces): None.
+    """
+    body = source[start:end]
+    if any(marker in body for marker in _NOT_ONE_PASS):
+        return None
+    parts = _ROW_END.split(body)  # row, end, row, end, ..., row
+    if len(parts) // 2 != body.count("\\\\"):
+        return None  # a row end within a rule's or a spacing's [...]
+    lead = _LEAD.match(parts[0]).end()
+    if not _simple_braces("&".join([parts[0][:lead], parts[0][lead:], *parts[1:]])):
+        return None  # a brace reaching over a row or cell end, or out of a rule's [...]
+    # each row's line: the line ends before it, counted part by part (map and accumulate: no loop in Python)
+    before = list(itertools.accumulate(map(str.count, parts, itertools.repeat("\n")), initial=first_line))
+    lines = before[0::2]
+    lines[0] += parts[0].count("\n", 0, lead)
+    rows = parts[0::2]
+    rows[0] = rows[0][lead:]
+    kept = list(map(bool, map(str.strip, rows)))  # rows of nothing but rules and blanks are no rows
+    if not all(kept):
+        lines, rows = list(itertools.compress(lines, kept)), list(itertools.compress(rows, kept))
+    if not rows:
+        return []
+    whole = "\x01".join(rows)
+    names = {"\\" + name for name in _MACRO_NAME.findall(whole)}
+    if any(name in _KEEP or name in _DROP for name in names) or _BRACKETED_BRACE.search(whole):
+        return None  # or a macro's [...] that ends in another group than it starts: as in \textbf{\foo[x}]{y}
+    for name in names & SYMBOLS.keys():  # after a marker: \emph\quad{x} must not become \emph {x}
+        whole = _SYMBOL[name].sub("\x04" + SYMBOLS[name].replace("~", "\x05"), whole)  # ~ is a blank in text
+    if names:  # a macro's argument keeps its text: the macro and its { become a marker (below, the } does too)
+        whole = _ARGUMENT_HEAD.sub("\x04", whole)
+    # markers for cell and row ends (every & is one: none is escaped, none in braces), for ~ and $, and for
+    # braces: gone only once the macros are, or \foo{}x would become the macro \foox
+    whole = whole.translate(_MARKERS)
+    if names:
+        whole = _WITHOUT_ARGUMENT.sub("", whole)
+    if "\\" in whole:
+        whole = _SPACING.sub(" ", whole)
+        for char in _ESCAPED:
+            whole = whole.replace("\\" + char, char)
+        if "\\" in whole:
+            return None  # an escape the careful reading knows (or a lone backslash)
+    whole = _BLANKS.sub(" ", whole.translate(_GROUPING))  # as " ".join(cell.split()) does it, cell by cell
+    for marker in ("\x00", "\x01"):
+        whole = whole.replace(" " + marker, marker).replace(marker + " ", marker)
+    whole = whole.strip(" ")
+    cleaned = whole.split("\x01")
+    if len(cleaned) != len(rows):
+        return None
+    widths = {count + 1 for count in map(str.count, cleaned, itertools.repeat("\x00"))}
+    if width and max(widths) > width:
+        return None  # the careful reading names the row
+    if len(widths) == 1 and (not width or widths == {width}):
+        return _Cells(lines, whole.replace("\x01", "\x00").split("\x00"), widths.pop())
+    cells = [row.split("\x00") for row in cleaned]
+    return list(zip(lines, [row + [""] * (width - len(row)) for row in cells] if width else cells))
+
+
+def _simple_braces(source: str) -> bool:
+    """Whether every brace of ``source`` is closed, before the next brace, ``&`` or ``\\``."""
+    return source.count("{") == source.count("}") and not _OPEN_BRACE.search(source)
+
+
 def _spec_width(spec: str) -> int:
     spec = re.sub(r"[@!<>]\s*\{[^{}]*\}", "", spec)
     while True:
@@ -255,6 +389,8 @@ def _spec_width(spec: str) -> int:
 
 def _definitions(source: str) -> dict[str, str]:
     found = {}
+    if "newcommand" not in source:
+        return found
     for match in _NEWCOMMAND.finditer(source):
         try:
             body, _ = _braced(source, match.end() - 1, "<definition>", None)

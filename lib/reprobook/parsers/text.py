@@ -97,11 +97,16 @@ def read_lines(path: str | Path) -> tuple[Path, list[str]]:
         The file cannot be read, is not UTF-8 (naming the line), or holds only blanks.
     """
     path, data = read_bytes(path)
+    return path, split_lines(data)
+
+
+def split_lines(data: bytes) -> list[str]:
+    """The lines of :func:`read_bytes`' bytes, as :func:`read_lines` gives them (decoded, no line ends)."""
     text = data.decode("utf-8")
     lines = text.split("\n")
     if "\r" in text:
         lines = [line.rstrip("\r") for line in lines]
-    return path, lines
+    return lines
 
 
 _BLANKS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
@@ -444,7 +449,7 @@ def read_labelled(path: str | Path, *, units: Iterable[str] | None = None,
 def take_strings(codes, names) -> pd.Series:
     """A string column from factorized ``codes`` and the ``names`` they stand for (names may repeat)."""
     import numpy as np
-    return pd.array(np.asarray(list(names), dtype=object)[np.asarray(codes)], dtype="str")
+    return pd.array(list(names), dtype="str").take(np.asarray(codes))  # each name checked once, not each row
 
 
 def header_columns(header: str) -> list[tuple[str, int]]:
@@ -509,10 +514,56 @@ def read_table(lines: list[str], *, file: str | Path, header_line: int,
     if not 1 <= header_line <= len(lines):
         raise OutputError(f"no header at line {header_line}", file=file, line=header_line)
     if columns is None and not by_position and positions is None and comment is None:
-        fast = _whitespace_table(lines, file=file, header_line=header_line, converters=converters or {},
+        data = "\n".join(lines[header_line - 1:]).encode("utf-8")
+        fast = _whitespace_table(data, 0, file=file, header_line=header_line, converters=converters or {},
                                  tokens=tokens or {})
         if fast is not None:
             return fast
+    return _table_rows(lines, file=file, header_line=header_line, columns=columns, by_position=by_position,
+                       positions=positions, comment=comment, converters=converters, tokens=tokens)
+
+
+def read_table_at(data: bytes, at: int, *, file: str | Path, header_line: int,
+                  converters: Mapping[str, Callable] | None = None,
+                  tokens: Mapping[str, Iterable[str]] | None = None,
+                  token_columns: bool = True) -> pd.DataFrame:
+    """:func:`read_table` (split at whitespace) of the table whose header starts at byte ``at`` of ``data``.
+
+    For a reader that holds the whole output as bytes (:func:`read_bytes`): a regular table is
+    read by pandas' C reader straight from them, without decoding the rest of the output into
+    lines; anything else is decoded and read row by row, naming the line at fault.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole output, from :func:`read_bytes`.
+    at : int
+        Offset of the header line's first byte; ``header_line`` is its 1-based number.
+    converters, tokens
+        As for :func:`read_table`.
+    token_columns : bool
+        False: leave out the ``<column>_token`` columns, for a caller to whom a token's NaN
+        says enough (there is only one token word per column).
+
+    Returns
+    -------
+    DataFrame
+        As :func:`read_table`.
+    """
+    fast = _whitespace_table(data, at, file=file, header_line=header_line, converters=converters or {},
+                             tokens=tokens or {}, token_columns=token_columns)
+    if fast is not None:
+        return fast
+    lines = split_lines(data)
+    if not 1 <= header_line <= len(lines):
+        raise OutputError(f"no header at line {header_line}", file=file, line=header_line)
+    table = _table_rows(lines, file=file, header_line=header_line, converters=converters, tokens=tokens)
+    return table if token_columns else table.drop(columns=[f"{name}_token" for name in tokens or {}])
+
+
+def _table_rows(lines: list[str], *, file, header_line: int, columns=None, by_position: bool = False,
+                positions=None, comment=None, converters=None, tokens=None) -> pd.DataFrame:
+    """:func:`read_table` row by row: any table it reads, and the line and field of any fault."""
     header = header_columns(lines[header_line - 1])
     names = list(columns) if columns is not None else [name for name, _ in header]
     if positions is None and by_position:
@@ -553,11 +604,18 @@ _VECTORISED = {parse_clock, parse_number}
 """Converters whose cells :func:`read_table` converts on the whole column at once (pandas' C reader)."""
 
 
-def _has_exponent(data: bytes) -> bool:
-    """Whether ``data`` holds a number with an exponent (``1e5``, ``2.E-3``)."""
+_EMPTY_LINE = re.compile(rb"\n\n")
+_BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*(?=\n|\Z)")
+"""A line end, then a line of nothing but blanks (or nothing)."""
+
+
+def _has_exponent(arr, work, scratch) -> bool:
+    """Whether the bytes ``arr`` hold a number with an exponent (``1e5``, ``2.E-3``).
+
+    ``work`` (bool) and ``scratch`` (uint8) are arrays of ``arr``'s length, written over.
+    """
     import numpy as np
-    arr = np.frombuffer(data, dtype=np.uint8)
-    at = np.flatnonzero((arr == ord("e")) | (arr == ord("E")))
+    at = np.flatnonzero(np.equal(np.bitwise_or(arr, 32, out=scratch), ord("e"), out=work))  # e or E
     at = at[(at > 0) & (at < len(arr) - 1)]
     before, after = arr[at - 1], arr[at + 1]
     number_before = ((before >= 48) & (before <= 57)) | (before == ord("."))
@@ -565,21 +623,42 @@ def _has_exponent(data: bytes) -> bool:
     return bool((number_before & number_after).any())
 
 
-def _cells_per_line(data: bytes):
-    """How many whitespace-separated cells each line of ``data`` holds."""
+def _regular_rows(body: bytes, width: int, *, clock: bool) -> int | None:
+    """How many rows ``body`` holds, if it is printable ASCII (and blanks) with ``width`` cells on every row.
+
+    Else None; None too for what :func:`parse_clock` refuses (signs, exponents, clock readings), if
+    ``clock``. The count of cells is for the whole body: a row of more cells than ``width``, which
+    could make up for one of fewer, makes pandas' C reader fail (``Expected N fields``).
+    """
     import numpy as np
-    arr = np.frombuffer(data, dtype=np.uint8)
-    solid = ~(_IS_BLANK[arr] | (arr == 10))
-    starts = np.flatnonzero(solid & ~np.concatenate(([False], solid[:-1])))  # the first byte of each cell
-    ends = np.append(np.flatnonzero(arr == 10), len(arr))
-    return np.diff(np.concatenate(([0], np.searchsorted(starts, ends))))
+    if not body:
+        return None
+    arr = np.frombuffer(body, dtype=np.uint8)
+    # two scratch arrays for the checks below, each written over: a fresh megabyte per check costs more than the check
+    work, other = np.empty(len(arr), dtype=bool), np.empty(len(arr), dtype=bool)
+    count = int(np.count_nonzero(np.equal(arr, 10, out=work))) + 1
+    controls = int(np.count_nonzero(np.less(arr, 32, out=work)))
+    if (not body.isascii() or b'"' in body or b"\x7f" in body
+            or (controls != count - 1 and controls != count - 1 + body.count(b"\t"))):
+        return None  # other bytes than printable ASCII, tabs and line ends (or quotes, which the C reader takes off)
+    if clock and (b"+" in body or b":" in body or (
+            (b"e" in body or b"E" in body) and _has_exponent(arr, work, other.view(np.uint8)))):
+        return None
+    solid = np.greater(arr, 32, out=work)
+    starts = np.greater(solid[1:], solid[:-1], out=other[1:])  # a cell starts where blanks end
+    if int(np.count_nonzero(starts)) + int(solid[0]) != count * width:
+        return None
+    return count
 
 
-def _whitespace_table(lines: list[str], *, file, header_line: int, converters: Mapping, tokens: Mapping):
+def _whitespace_table(data: bytes, at: int, *, file, header_line: int, converters: Mapping, tokens: Mapping,
+                      token_columns: bool = True):
     """:func:`read_table` of a table split at whitespace, by pandas' C reader; None to read it row by row.
 
-    Converted columns are parsed as decimals by the C reader, and the table is checked for
-    what :func:`parse_clock` would not take (signs, exponents, clock readings: then None).
+    ``data`` holds the output's bytes and ``at`` the offset of the header line. The table's rows
+    run to the first blank line. Converted columns are parsed as decimals by the C reader, and the
+    table is checked for what :func:`parse_clock` would not take (signs, exponents, clock
+    readings: then None). Every check is on the bytes or the frame, none per row.
     """
     import io
     import warnings
@@ -587,53 +666,61 @@ def _whitespace_table(lines: list[str], *, file, header_line: int, converters: M
     import numpy as np
     if any(c not in _VECTORISED for c in converters.values()):
         return None
-    names = [name for name, _ in header_columns(lines[header_line - 1])]
-    if len(set(names)) != len(names) or header_line >= len(lines) or not lines[header_line].strip():
+    end = data.find(b"\n", at)
+    if end < 0:
         return None
-    rest = "\n".join(lines[header_line:]).encode("utf-8")
-    cells = _cells_per_line(rest)
-    empty = np.flatnonzero(cells == 0)  # the table ends at the first blank line
-    count = int(empty[0]) if len(empty) else len(cells)
-    if not (cells[:count] == len(names)).all():
-        return None  # a row of fewer or more cells: read row by row, to name it
-    data = rest[:int(np.flatnonzero(np.frombuffer(rest, dtype=np.uint8) == 10)[count - 1])] if len(empty) else rest
-    if b'"' in data or b"#" in data or (parse_clock in converters.values()
-                                        and (b"+" in data or b":" in data or _has_exponent(data))):
+    names = [name for name, _ in header_columns(data[at:end].decode("utf-8"))]
+    if not names or len(set(names)) != len(names):
         return None
-    dtypes = {i: ("float64" if name in converters else object) for i, name in enumerate(names)}
+    # the rows run to the first empty line (from the header's own line end: an empty first row is found too)
+    empty = _EMPTY_LINE.search(data, end)  # quicker than bytes.find for a needle this short
+    stop = empty.start() if empty else len(data) - data.endswith(b"\n")
+    clock = parse_clock in converters.values()
+    body = data[end + 1:stop]
+    count = _regular_rows(body, len(names), clock=clock)
+    if count is None:  # or a row of fewer cells: a line of blanks, which ends the table too?
+        blank = _BLANK_LINE.search(data, end, stop)
+        if blank is None:
+            return None
+        body = data[end + 1:blank.start()]
+        count = _regular_rows(body, len(names), clock=clock)
+        if count is None:
+            return None
+    dtypes = {i: ("float64" if name in converters else "str" if name not in tokens else object)
+              for i, name in enumerate(names)}
     na_values = {i: list(tokens.get(name, ())) for i, name in enumerate(names)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None,
+            frame = pd.read_csv(io.BytesIO(body), sep=r"\s+", header=None,
                                 names=list(range(len(names))), index_col=False, dtype=dtypes, na_filter=True,
-                                na_values=na_values, keep_default_na=False, skip_blank_lines=False, engine="c")
+                                na_values=na_values, keep_default_na=False, skip_blank_lines=False, engine="c",
+                                low_memory=False)  # one chunk: a table is a few MB at most
     except (ValueError, OverflowError, pd.errors.ParserError, pd.errors.ParserWarning):
         return None
     if len(frame) != count:
         return None
     out = {}
     for i, name in enumerate(names):
-        column = frame[i].to_numpy()
-        marked = pd.isna(column)  # every row has all its cells: an empty one is a token
+        column = frame[i].array if dtypes[i] == "str" else frame[i].to_numpy()
         if name in converters:
-            values = column[~marked]
-            if not np.isfinite(values).all() or np.signbit(values).any():
+            marked = np.isnan(column)  # every row has all its cells: an empty one is a token
+            if not np.isfinite(column[~marked]).all() or np.signbit(column[~marked]).any():
                 return None
-            out[name] = column
-        else:
-            out[name] = column
+        elif name in tokens:
+            marked = pd.isna(column)
+        out[name] = column
         if name in tokens:
             words = set(tokens[name])
             if len(words) != 1:
                 return None  # which word stood in each cell is not kept: read row by row
-            out[f"{name}_token"] = np.where(marked, next(iter(words)), "").astype(object)
+            if token_columns:
+                out[f"{name}_token"] = take_strings(marked.astype(np.intp), ["", next(iter(words))])
     order = []
     for name in names:
-        order += [name, f"{name}_token"] if name in tokens else [name]
-    table = pd.DataFrame({key: out[key] for key in order})
-    table["line"] = np.arange(header_line + 1, header_line + 1 + count, dtype="int64")
-    return table
+        order += [name, f"{name}_token"] if name in tokens and token_columns else [name]
+    out["line"] = np.arange(header_line + 1, header_line + 1 + count, dtype="int64")
+    return pd.DataFrame({key: out[key] for key in [*order, "line"]}, copy=False)
 
 
 def read_pdf_lines(path: str | Path) -> tuple[Path, list[str]]:

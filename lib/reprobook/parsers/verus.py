@@ -254,32 +254,34 @@ def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
         ``benchmark``, ``allocator`` (``mimalloc``, ``verus-mimalloc``), ``seconds``
         (NaN if failed), ``status`` (``ok``, ``fail``), ``run`` (1-based table), ``line``.
     """
-    path, lines = text.read_lines(path)
-    whole = "\n".join(lines)
+    path, data = text.read_bytes(path)
     columns = ["benchmark", "allocator", "seconds", "status", "run", "line"]
     tables = []
-    for run, header in enumerate(_lines_matching(whole, "bench", r"bench\s+mi\s+vmi\s*"), start=1):
-        table = text.read_table(lines, file=path, header_line=header, tokens={"mi": ["fail"],
-                                "vmi": ["fail"]}, converters={"mi": text.parse_clock,
-                                                               "vmi": text.parse_clock})
+    for run, (header, at) in enumerate(_lines_matching(data, "bench", r"bench\s+mi\s+vmi\s*"), start=1):
+        # read from the bytes: a regular table never has the rest of the log decoded into lines
+        table = text.read_table_at(data, at, file=path, header_line=header, tokens={"mi": ["fail"],
+                                   "vmi": ["fail"]}, converters={"mi": text.parse_clock,
+                                                                  "vmi": text.parse_clock}, token_columns=False)
         # one row per benchmark and allocator: mi, then vmi, as the table reads
         n = len(table)
-        failed = np.column_stack([table["mi_token"].to_numpy(dtype=object) != "",
-                                  table["vmi_token"].to_numpy(dtype=object) != ""]).ravel()
+        seconds = np.column_stack([table["mi"].to_numpy(dtype=float), table["vmi"].to_numpy(dtype=float)]).ravel()
         tables.append(pd.DataFrame({
-            "benchmark": np.repeat(table["bench"].to_numpy(dtype=object), 2),
-            "allocator": np.tile(np.array([ALLOCATORS["mi"], ALLOCATORS["vmi"]], dtype=object), n),
-            "seconds": np.column_stack([table["mi"].to_numpy(dtype=float),
-                                        table["vmi"].to_numpy(dtype=float)]).ravel(),
-            "status": np.where(failed, "fail", "ok").astype(object),
+            "benchmark": pd.array(np.repeat(table["bench"].to_numpy(dtype=object), 2), dtype="str", copy=False),
+            "allocator": text.take_strings(np.tile(np.arange(2), n), [ALLOCATORS["mi"], ALLOCATORS["vmi"]]),
+            "seconds": seconds,
+            "status": text.take_strings(np.isnan(seconds).astype(np.intp), ["ok", "fail"]),  # NaN: a fail token
             "run": np.full(2 * n, run, dtype="int64"),
-            "line": np.repeat(table["line"].to_numpy(dtype="int64"), 2)}))
+            "line": np.repeat(table["line"].to_numpy(dtype="int64"), 2)}, copy=False))
     if tables:
         frame = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
-        latex_rows = _mimalloc_latex(path, lines, whole)
-        if latex_rows:
-            _check_latex(path, list(frame.itertuples(index=False, name=None)), latex_rows)
+        if data.rfind(b"\\begin{tabular}") >= 0:
+            lines = text.split_lines(data)
+            latex_rows = _mimalloc_latex(path, lines, "\n".join(lines))
+            if latex_rows:
+                _check_latex(path, list(frame.itertuples(index=False, name=None)), latex_rows)
     else:
+        lines = text.split_lines(data)
+        whole = "\n".join(lines)
         rows = _bench_sh_rows(path, lines)
         latex_rows = _mimalloc_latex(path, lines, whole)
         if not rows:
@@ -290,23 +292,34 @@ def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
         else:
             _check_latex(path, rows, latex_rows)
         frame = pd.DataFrame(rows, columns=columns)
-    frame = frame.astype({"seconds": "float64"})
+    if frame["seconds"].dtype != "float64":
+        frame = frame.astype({"seconds": "float64"})
     frame.attrs["source"] = str(path)
     return frame
 
 
-def _lines_matching(whole: str, start: str, pattern: str) -> list[int]:
-    """1-based numbers of the lines of ``whole`` that begin with ``start`` and match ``pattern`` in full."""
-    found, at, line, counted = [], whole.find(start), 1, 0
+def _lines_matching(data: bytes, start: str, pattern: str) -> list[tuple[int, int]]:
+    """The lines of ``data`` that begin with ``start`` and match ``pattern`` in full (as decoded lines).
+
+    Returns (1-based line number, offset of the line's first byte) for each.
+    """
+    found, prefix = [], start.encode("utf-8")
+    after = re.compile(b"\n" + re.escape(prefix))  # a line starting so: the search skips the others
+    if data.startswith(prefix):
+        at = 0
+    else:
+        first = after.search(data)
+        at = first.start() + 1 if first else -1
+    line, counted = 1, 0
     while at >= 0:
-        if at == 0 or whole[at - 1] == "\n":
-            end = whole.find("\n", at)
-            end = len(whole) if end < 0 else end
-            line += whole.count("\n", counted, at)
-            counted = at
-            if re.fullmatch(pattern, whole[at:end]):
-                found.append(line)
-        at = whole.find(start, at + 1)
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        line += data.count(b"\n", counted, at)
+        counted = at
+        if re.fullmatch(pattern, data[at:end].decode("utf-8").rstrip("\r")):
+            found.append((line, at))
+        following = after.search(data, at)
+        at = following.start() + 1 if following else -1
     return found
 
 

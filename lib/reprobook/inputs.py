@@ -1,0 +1,77 @@
+"""Run inputs: files made where reprobook runs and shipped with a live run (generated experiment configs).
+
+A claim may name a generator in its paper file::
+
+    inputs:
+      generator: pequin.configs          # registered with @generator("pequin.configs")
+      options: {files: [experiment-configs/.../Pequin-TPCC-SQL-20wh.json]}
+
+Before a live run starts, `generate` calls it with the claim, its resolved parameters and the
+run's placement; each `RunInput` it returns is kept in the run's ``inputs/`` (with the diff
+against the authors' file it came from), recorded in the manifest with its sha256, and written
+on the host before the first step, where the steps read it as ``$RB_INPUTS/<name>``. The
+authors' files are never written. Different inputs make a different run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One generated file: its name on the host, its bytes, where it came from and how it differs from that."""
+
+    name: str
+    data: bytes
+    source: str = ""
+    diff: str = ""
+
+
+Generator = Callable[..., "list[RunInput]"]
+_GENERATORS: dict[str, Generator] = {}
+
+
+def generator(name: str) -> Callable[[Generator], Generator]:
+    """Register ``fn(project, claim, params, placement, **options) -> list[RunInput]`` under ``name``."""
+    def register(fn: Generator) -> Generator:
+        _GENERATORS[name] = fn
+        return fn
+    return register
+
+
+def names() -> list[str]:
+    _load_builtin()
+    return sorted(_GENERATORS)
+
+
+def _load_builtin() -> None:
+    from . import pequin  # noqa: F401  (registers pequin.configs)
+
+
+def validate(raw: Mapping[str, Any] | None, *, file, key: str) -> Mapping[str, Any]:
+    """A claim's ``inputs:`` checked against the registry (`ConfigError` naming file and key)."""
+    if not raw:
+        return {}
+    if raw.get("generator") not in names():
+        raise ConfigError(f"no input generator {raw.get('generator')!r} (known: {', '.join(names())})", file=file,
+                          key=f"{key}.generator")
+    return dict(raw)
+
+
+def generate(project, claim, params: Mapping, placement) -> list[RunInput]:
+    """The inputs of a live run of ``claim`` (none when the claim names no generator)."""
+    if not claim.inputs:
+        return []
+    _load_builtin()
+    fn = _GENERATORS[claim.inputs["generator"]]
+    made = fn(project, claim, claim.resolve_params(params), placement, **dict(claim.inputs.get("options") or {}))
+    seen = set()
+    for item in made:
+        if item.name in seen:
+            raise ConfigError(f"{claim.key}: two generated inputs are both named {item.name!r}")
+        seen.add(item.name)
+    return made

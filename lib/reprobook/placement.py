@@ -1,0 +1,282 @@
+"""Placement: which hosts play which role in a run, checked together before anything starts.
+
+A claim declares its roles (``control``, ``server``, ``client``, ...), each with a
+count and its own requirements; a claim without roles has one, ``control``: the
+host it runs on. A placement maps each role to host names, from a cluster of
+``hosts.yaml``::
+
+    clusters:
+      pesto:
+        roles:
+          control: [control]
+          server: [us-east-1-0, us-east-1-1, us-east-1-2, eu-west-1-0, eu-west-1-1, eu-west-1-2]
+          client: [client-0-0, client-1-0]
+
+or from a single host, which then plays every role (when the counts allow it).
+The run's job lives on the control host; a step of another role runs on each of
+that role's hosts over SSH from the control host (as the guide's own scripts do),
+so the run stays one detached job. Inside a cluster, hosts reach each other by
+their names in ``hosts.yaml`` (the guide's names), through the control host's
+SSH configuration; steps see the lists as ``RB_HOSTS_<ROLE>`` (space-separated)
+and the control host as ``RB_CONTROL_HOST``.
+
+Before a run, `survey` opens every host in parallel, probes its facts and judges
+each against its roles' requirements; a `PlacementRefused` names every host that
+failed and how, and nothing is launched. While the run lives, every other host
+of the placement is *held* (`hold`): a small detached job on it keeps the host's
+benchmark lock, so that a second run on any of them is refused, naming the
+holder; `release` lets them go when the run ends.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .config import CONTROL, Claim, Project
+from .errors import ConfigError, HostBusy, ReprobookError, TestbedError
+from .group import on_each
+from .hosts import Host, open_host
+from .requirements import HostFacts, Requirements, shortfalls
+
+HOLD_SCRIPT = """# reprobook: holds this host for run {run_id} (its job runs on {control})
+end=$(( $(date +%s) + {seconds} ))
+while [ ! -e release ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
+"""
+"""The job that holds a member host: it keeps the host's benchmark lock until released (or a deadline)."""
+
+HOLD_HOURS = 48
+"""A hold nobody releases (its client gone for good) ends by itself after this long."""
+
+
+class PlacementRefused(TestbedError):
+    """Some hosts of a placement cannot take part: unreachable, or short of their role's requirements.
+
+    ``report`` maps each host name to what was wrong with it (only the failing ones).
+    """
+
+    def __init__(self, message: str, *, report: Mapping[str, str]):
+        super().__init__(message)
+        self.report = dict(report)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Role -> host names for one run; the control role first."""
+
+    roles: Mapping[str, tuple[str, ...]]
+    control_role: str = CONTROL
+    cluster: str = ""
+
+    @property
+    def control(self) -> str:
+        """The host that runs the job (the first of the control role)."""
+        return self.roles[self.control_role][0]
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Every host once, the control host first."""
+        seen = dict.fromkeys([self.control])
+        for names in self.roles.values():
+            seen.update(dict.fromkeys(names))
+        return tuple(seen)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The hosts other than the control host (held while the run lives)."""
+        return self.hosts[1:]
+
+    @property
+    def single(self) -> bool:
+        return len(self.hosts) == 1
+
+    def roles_of(self, host: str) -> tuple[str, ...]:
+        return tuple(r for r, names in self.roles.items() if host in names)
+
+    def key(self) -> str:
+        """What identifies the placement in a run id: the host, or every role's hosts."""
+        if self.single:
+            return self.control
+        return ";".join(f"{r}={','.join(names)}" for r, names in self.roles.items())
+
+    def env(self) -> dict[str, str]:
+        """``RB_CONTROL_HOST`` and ``RB_HOSTS_<ROLE>`` for the steps."""
+        out = {"RB_CONTROL_HOST": self.control}
+        for role, names in self.roles.items():
+            out["RB_HOSTS_" + re.sub(r"[^A-Za-z0-9]", "_", role).upper()] = " ".join(names)
+        return out
+
+    def as_dict(self) -> dict:
+        return {"cluster": self.cluster, "control": self.control,
+                "roles": {r: list(n) for r, n in self.roles.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Placement":
+        roles = {r: tuple(n) for r, n in data["roles"].items()}
+        control_role = next(r for r, n in roles.items() if n and n[0] == data["control"])
+        return cls(roles, control_role, data.get("cluster", ""))
+
+
+def place(project: Project, claim: Claim, target: str) -> Placement:
+    """The placement of ``claim`` on ``target``: a cluster of ``hosts.yaml``, or one host for every role.
+
+    Raises
+    ------
+    ConfigError
+        The target is neither a host nor a cluster, the cluster lacks one of the
+        claim's roles, or a role gets fewer or more hosts than it takes.
+    """
+    roles = dict(claim.roles) or {CONTROL: claim.role(CONTROL)}
+    clusters = project.hosts.clusters
+    if target in clusters:
+        cluster = clusters[target]
+        where = f"cluster {target!r} of {project.hosts.path}"
+        missing = [r for r in roles if r not in cluster.roles]
+        if missing:
+            raise ConfigError(f"{where} has no role {', '.join(missing)} that {claim.key} needs "
+                              f"(it has: {', '.join(cluster.roles)})")
+        chosen = {r: tuple(cluster.roles[r]) for r in roles}
+    elif target in project.hosts.hosts:
+        where = f"host {target!r}"
+        chosen = {r: (target,) for r in roles}
+    else:
+        known = sorted(project.hosts.hosts) + [f"{c} (cluster)" for c in sorted(clusters)]
+        raise ConfigError(f"no host or cluster named {target!r} (known: {', '.join(known)})", file=project.hosts.path)
+    for name, spec in roles.items():
+        n = len(chosen[name])
+        if n < spec.min or (spec.max is not None and n > spec.max):
+            raise ConfigError(f"{claim.key}'s role {name!r} takes {spec.count_words}; {where} gives it {n}"
+                              + ("" if target in clusters else f": name a cluster of hosts.yaml with a role {name!r}"))
+    control_role = next(iter(roles))
+    if len(chosen[control_role]) != 1:
+        raise ConfigError(f"the control role {control_role!r} of {claim.key} takes one host")
+    return Placement(chosen, control_role, target if target in clusters else "")
+
+
+@dataclass
+class Survey:
+    """Every host of a placement, opened, with its facts and its shortfalls against its roles' requirements."""
+
+    placement: Placement
+    hosts: dict[str, Host]
+    facts: dict[str, HostFacts]
+    shortfalls: dict[str, list[str]] = field(default_factory=dict)
+
+    def close(self) -> None:
+        for h in self.hosts.values():
+            h.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def manifest(self) -> dict:
+        """``{host: {"roles": [...], "facts": {...}, "shortfalls": [...]}}`` for the run's manifest."""
+        return {name: {"roles": list(self.placement.roles_of(name)), "facts": self.facts[name].as_dict(),
+                       "shortfalls": self.shortfalls.get(name, [])} for name in self.placement.hosts}
+
+
+def requirements_of(claim: Claim, placement: Placement, host: str) -> list[Requirements]:
+    """The requirements ``host`` must meet: those of each role it plays."""
+    return [claim.role(r).requires or claim.requires for r in placement.roles_of(host)]
+
+
+def survey(project: Project, claim: Claim, placement: Placement, *, allow_insufficient: bool = False) -> Survey:
+    """Open every host of ``placement`` in parallel, probe its facts and judge it against its roles.
+
+    One round trip per host, all at once (a cluster of 36 takes the time of its
+    slowest host). Returns the `Survey` with the hosts open (close it, or use it
+    as a context manager).
+
+    Raises
+    ------
+    PlacementRefused
+        A host could not be reached, or (unless ``allow_insufficient``) falls
+        short of a role's requirements; the message has a line per failing host.
+    """
+    names = placement.hosts
+    hosts = open_hosts(project, names)
+
+    def one(host: Host):
+        reqs = requirements_of(claim, placement, host.name)
+        facts = host.facts(reqs)
+        return host, facts, list(dict.fromkeys(s for r in reqs for s in shortfalls(facts, r))), None
+
+    results = {}
+    for name, got in on_each(hosts, one).items():
+        if isinstance(got, ReprobookError):
+            hosts[name].close()
+            got = (None, None, [], got)
+        results[name] = got
+    report: dict[str, str] = {}
+    for name, (host, facts, short, exc) in results.items():
+        roles = ", ".join(placement.roles_of(name))
+        if exc is not None:
+            report[name] = f"{name} ({roles}): not reachable: {getattr(exc, 'message', exc)}"
+        elif short and not allow_insufficient:
+            report[name] = f"{name} ({roles}): {'; '.join(short)}"
+    opened = {n: r[0] for n, r in results.items() if r[0] is not None}
+    if report:
+        for h in opened.values():
+            h.close()
+        why = f" The paper's experiment needs this because: {claim.requires.why}" if claim.requires.why else ""
+        hint = ("" if all("not reachable" in line for line in report.values()) else
+                " To run anyway (the numbers will not be comparable with the paper's), pass allow_small_host=True in "
+                "the notebook or --allow-insufficient-host on the command line.")
+        raise PlacementRefused(f"{len(report)} of {len(names)} host(s) of the placement cannot take part in "
+                               f"{claim.key}; nothing was started:\n  " + "\n  ".join(report.values()) + why + hint,
+                               report=report)
+    return Survey(placement, opened, {n: r[1] for n, r in results.items()},
+                  {n: r[2] for n, r in results.items() if r[2]})
+
+
+def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool = False) -> None:
+    """Hold every host in ``hosts`` for run ``run_id``: each keeps its benchmark lock until `release`.
+
+    All or nothing: if one host is busy or unreachable, the holds taken are
+    released and the error (naming the host and, if busy, the run that holds
+    it) is raised.
+    """
+    from .jobs import Job, launch
+    script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
+    hold_id = hold_id_for(run_id)
+
+    def take(h: Host):
+        # a hold that ended (released, or run out) is taken afresh, keeping when it was first taken (the
+        # outputs fetched from this host are those newer than that); a live one is attached to
+        h.run_script('d=$1; if [ -f "$d/exit_code" ]; then cd "$d" && rm -f exit_code ended pid release started cancelled '
+                     'boot_id cmd.sh log; fi', Job(h, hold_id).remote_dir,
+                     retries=2, step=f"clearing an old hold of run {run_id}")
+        return launch(h, hold_id, script)
+    got = on_each(hosts, take)
+    failed = {n: r for n, r in got.items() if isinstance(r, ReprobookError)}
+    if failed:
+        release({n: h for n, h in hosts.items() if n not in failed}, run_id)
+        busy = [r for r in failed.values() if isinstance(r, HostBusy)]
+        lines = [r.message for r in failed.values()]
+        cls = HostBusy if busy else TestbedError
+        kwargs = {"holder": busy[0].holder} if busy else {}
+        raise cls(f"could not hold {len(failed)} host(s) of the placement for run {run_id}; nothing was started:\n  "
+                  + "\n  ".join(lines), **kwargs)
+
+
+def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
+    """Let the held hosts go (idempotent); return host -> error message for those that could not be told."""
+    from .jobs import Job
+    script = 'd=$1; [ -d "$d" ] && touch "$d/release"; true'
+    got = on_each(hosts, lambda h: h.run_script(script, Job(h, hold_id_for(run_id)).remote_dir, retries=2,
+                                                   step=f"releasing the hold of run {run_id}"))
+    return {n: r.message for n, r in got.items() if isinstance(r, ReprobookError)}
+
+
+def hold_id_for(run_id: str) -> str:
+    """The id of the job that holds a member host for run ``run_id`` (what a refused run is told)."""
+    return f"{run_id}.hold"
+
+
+def open_hosts(project: Project, names) -> dict[str, Host]:
+    """The named hosts, opened lazily (the connection is made on first use)."""
+    return {n: open_host(project.hosts.host(n), project.settings) for n in names}

@@ -1,0 +1,337 @@
+"""Scales and deviations: the sizes a claim runs at, and what a run changes about the artifact.
+
+A claim may declare its **scales**, each a named set of parameter values. ``paper`` is the
+guide's sizes (the parameters' defaults, unless it says otherwise); ``rehearsal`` is sizes that
+finish in minutes on a small host, so that the whole pipeline (clone, build, generate, run,
+fetch, parse, plot, verdict) is tried before the expensive run::
+
+    scales:
+      paper: {about: "the guide's sizes: 1,000,000 accounts, 10,000 transactions per block"}
+      rehearsal:
+        about: "1,000 accounts, 100 transactions per block, one trial"
+        values: {accounts: 1000, txns_per_block: 100, trials: 1, rust: host, go: host}
+
+A claim with scales has a parameter ``scale`` (default ``paper``): the chosen scale's values
+stand in for the defaults, and values given explicitly win over both. The run id, the manifest
+and the page carry the scale.
+
+A value the artifact keeps as a source constant is set by a **patch** generated from the
+parameters, never by hand::
+
+    patches:
+      - file: aardvark-prototype/go-algorand/ledger/perf_test.go
+        lines: ["const startingAddrs = {accounts}", "const txnsPerBlock = {txns_per_block}"]
+
+Each line is a template: with the ``paper`` scale's values it must be a line of the file as
+committed (indentation aside), and the run replaces it with the template filled with the run's
+values. The patch is one generated setup step (first of the claim's own), which restores each
+file from git before editing it, so a workdir shared by runs at different scales never keeps
+another run's edit; it prints the diff into the job log.
+
+**Deviations** are what a run does differently from the guide: a toolchain substituted (the
+host's Go for the pinned Go 1.16.4), or the patch above. A claim lists the conditional ones::
+
+    deviations:
+      - when: {go: host}
+        kind: toolchain
+        what: "the host's Go with GO111MODULE=on and GOFLAGS=-mod=mod instead of Go 1.16.4"
+
+`deviations_for` gives those of a parameter set, the patch with its diff included; a live run
+records them in its manifest before it starts (so a killed client still leaves an honest
+record), and `reprobook.api.deviations` shows them on the page. A step reports the toolchain it
+actually used with a log line ``### reprobook toolchain: <name>: <version>`` (`TOOLCHAIN_MARKER`),
+which the run keeps beside the declared deviation.
+
+A check may say what it needs to be **judged** (``needs:`` in the check): the scales at which
+its comparison means something, and machine requirements of the run's host (the requirements
+registry's names). At another scale, or on a host short of them, the check is ``inconclusive``
+with the reason, its measured values still shown (`reprobook.checks`).
+"""
+
+from __future__ import annotations
+
+import shlex
+import string
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from .errors import ConfigError
+from .requirements import Requirements, parse_requirements, shortfalls
+
+PAPER = "paper"
+"""The scale of the guide's own sizes: every claim with scales has it."""
+TOOLCHAIN_MARKER = "### reprobook toolchain:"
+"""The job log line by which a step names the toolchain it used (``### reprobook toolchain: go: go1.26.8``)."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A named set of parameter values (``paper``, ``rehearsal``) and what it means in words."""
+
+    name: str
+    about: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourcePatch:
+    """Lines of one file of the checkout set from parameters: templates such as ``const N = {accounts}``."""
+
+    file: str
+    lines: tuple[str, ...]
+
+    def parameters(self) -> list[str]:
+        return list(dict.fromkeys(name for line in self.lines for name in template_names(line)))
+
+
+@dataclass(frozen=True)
+class DeviationSpec:
+    """A deviation from the guide that a run makes when its parameters match ``when``."""
+
+    kind: str
+    what: str
+    when: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckNeeds:
+    """What a check needs to be judged: a scale among ``scales`` (empty: any) and a host meeting ``requires``."""
+
+    scales: tuple[str, ...] = ()
+    requires: Requirements | None = None
+    why: str = ""
+
+    def unmet(self, scale: str | None, host_facts: Mapping | None) -> list[str]:
+        """Why a run at ``scale`` on a host with ``host_facts`` cannot judge the check (empty: it can).
+
+        ``scale`` None (the authors' own outputs) counts as the paper's scale; facts that were not
+        probed (shipped or imported outputs) are not held against the run.
+        """
+        out = []
+        if self.scales and (scale or PAPER) not in self.scales:
+            out.append(f"this run is at {scale} scale; the check needs the {' or '.join(self.scales)} scale")
+        if self.requires is not None and host_facts:
+            out += [f"the run's host {s}" if s.startswith("needs ") else s
+                    for s in shortfalls(host_facts, self.requires)]
+        return out
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One way a run differs from the guide: its kind (``toolchain``, ``patch``), in words, and a diff for a patch."""
+
+    kind: str
+    what: str
+    diff: str = ""
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "what": self.what, **({"diff": self.diff} if self.diff else {})}
+
+
+# --------------------------------------------------------------------------- reading the paper file
+
+def template_names(line: str) -> list[str]:
+    """The parameter names a template line uses: ``"const N = {accounts}"`` -> ``["accounts"]``."""
+    try:
+        return [name for _, name, _, _ in string.Formatter().parse(line) if name is not None]
+    except ValueError as exc:
+        raise ConfigError(f"{line!r} is not a template line ({exc}); write a parameter as {{name}} and a "
+                          f"literal brace as {{{{ or }}}}") from None
+
+
+def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: str) -> dict[str, Scale]:
+    """A claim's ``scales:`` -> `Scale` by name (``paper`` first); values must name the claim's parameters."""
+    if not raw:
+        return {}
+    known = set(parameters)
+    if PAPER not in raw:
+        raise ConfigError(f"a claim with scales needs a '{PAPER}' scale (the guide's sizes)", file=file, key=key)
+    out = {}
+    for name in [PAPER, *(n for n in raw if n != PAPER)]:
+        s = raw[name] or {}
+        for p in s.get("values") or {}:
+            if p == "scale" or p not in known:
+                raise ConfigError(f"no parameter {p!r} in this claim (parameters: {', '.join(sorted(known)) or 'none'})",
+                                  file=file, key=f"{key}.{name}.values.{p}")
+        out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(dict(s.get("values") or {})))
+    return out
+
+
+def parse_patches(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, file, key: str) -> tuple[SourcePatch, ...]:
+    """A claim's ``patches:`` -> `SourcePatch` tuple; every ``{name}`` must be one of the claim's parameters."""
+    known = set(parameters)
+    out = []
+    for i, p in enumerate(raw or ()):
+        for j, line in enumerate(p["lines"]):
+            try:
+                names = template_names(line)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, file=file, key=f"{key}[{i}].lines[{j}]") from None
+            if not names:
+                raise ConfigError("a patch line sets no parameter (write it as e.g. 'const N = {accounts}')",
+                                  file=file, key=f"{key}[{i}].lines[{j}]")
+            for name in names:
+                if name not in known:
+                    raise ConfigError(f"no parameter {name!r} in this claim (parameters: {', '.join(sorted(known))})",
+                                      file=file, key=f"{key}[{i}].lines[{j}]")
+        out.append(SourcePatch(p["file"], tuple(p["lines"])))
+    return tuple(out)
+
+
+def parse_deviations(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, file,
+                     key: str) -> tuple[DeviationSpec, ...]:
+    """A claim's ``deviations:`` -> `DeviationSpec` tuple; ``when`` must name the claim's parameters."""
+    known = set(parameters) | {"scale"}
+    out = []
+    for i, d in enumerate(raw or ()):
+        for p in d.get("when") or {}:
+            if p not in known:
+                raise ConfigError(f"no parameter {p!r} in this claim (parameters: {', '.join(sorted(known))})",
+                                  file=file, key=f"{key}[{i}].when.{p}")
+        out.append(DeviationSpec(d.get("kind", "other"), " ".join(d["what"].split()),
+                                 MappingProxyType(dict(d.get("when") or {}))))
+    return tuple(out)
+
+
+def parse_needs(raw: Mapping | None, *, file, key: str) -> CheckNeeds | None:
+    """A check's ``needs:`` -> `CheckNeeds`: ``scale`` (a name or a list), ``why``, and machine requirements."""
+    if not raw:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError("needs: expected a mapping such as {scale: paper, cores: 32, why: ...}", file=file, key=key)
+    scales = raw.get("scale") or ()
+    scales = (scales,) if isinstance(scales, str) else tuple(scales)
+    machine = {k: v for k, v in raw.items() if k not in ("scale", "why")}
+    requires = parse_requirements(machine, file=file, key=key) if machine else None
+    return CheckNeeds(scales, requires, " ".join(str(raw.get("why", "")).split()))
+
+
+# --------------------------------------------------------------------------- a run's scale and deviations
+
+def fill(line: str, values: Mapping[str, Any]) -> str:
+    """A template line with the values filled in (numbers as Go, C and Rust spell them: no thousands separators)."""
+    return line.format_map({k: _spell(v) for k, v in values.items()})
+
+
+def _spell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def patch_edits(patches: Iterable[SourcePatch], paper: Mapping[str, Any],
+                values: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """``(file, line as committed, line as the run needs it)`` for every patch line the run changes."""
+    out = []
+    for p in patches:
+        for line in p.lines:
+            old, new = fill(line, paper), fill(line, values)
+            if old != new:
+                out.append((p.file, old, new))
+    return out
+
+
+def patch_diff(patches: Iterable[SourcePatch], paper: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    """The patch a run with ``values`` applies, as a unified diff of the changed lines (without context)."""
+    out: list[str] = []
+    last = None
+    for file, old, new in patch_edits(patches, paper, values):
+        if file != last:
+            out += [f"--- a/{file}", f"+++ b/{file}"]
+            last = file
+        out += ["@@ @@", f"-{old}", f"+{new}"]
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def deviations_for(specs: Iterable[DeviationSpec], patches: Iterable[SourcePatch], paper: Mapping[str, Any],
+                   values: Mapping[str, Any]) -> list[Deviation]:
+    """The deviations of a run with ``values``: the declared ones whose ``when`` matches, then the patch."""
+    out = [Deviation(d.kind, d.what) for d in specs
+           if all(_same(values.get(k), v) for k, v in d.when.items())]
+    diff = patch_diff(patches, paper, values)
+    if diff:
+        changed = patch_edits(patches, paper, values)
+        files = list(dict.fromkeys(f for f, _, _ in changed))
+        out.append(Deviation("patch", f"source constants set from the parameters: {len(changed)} line(s) in "
+                                      + ", ".join(f"`{f}`" for f in files), diff))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or str(a).lower() == str(b).lower()
+
+
+def toolchains_from_log(text: str) -> list[str]:
+    """The toolchains a run's steps named in its log (`TOOLCHAIN_MARKER` lines), each once, in order."""
+    found = [line[len(TOOLCHAIN_MARKER):].strip() for line in text.splitlines() if line.startswith(TOOLCHAIN_MARKER)]
+    return list(dict.fromkeys(f for f in found if f))
+
+
+# --------------------------------------------------------------------------- the generated patch step
+
+PATCH_FUNCTION = r"""rb_patch() {  # file old new [old new]...: the file as committed, each line `old` made `new` (indentation and CR kept)
+  local f=$1 dir base tmp n
+  shift
+  dir=$(dirname -- "$f"); base=$(basename -- "$f")
+  tmp=$(mktemp)
+  git -C "$dir" show "HEAD:./$base" > "$tmp"
+  cp "$tmp" "$tmp.orig"
+  while [ $# -gt 1 ]; do
+    n=$(OLD=$1 awk '{ s = $0; sub(/\r$/, "", s); sub(/^[ \t]+/, "", s) } s == ENVIRON["OLD"] { n++ } END { print n + 0 }' "$tmp")
+    if [ "$n" != 1 ]; then
+      echo "reprobook: $f has $n line(s) '$1' where the patch expects exactly one: is the checkout at the claim's commit?" >&2
+      rm -f "$tmp" "$tmp.orig"
+      return 4
+    fi
+    OLD=$1 NEW=$2 awk '{ s = $0; cr = sub(/\r$/, "", s) ? "\r" : ""; sub(/^[ \t]+/, "", s) }
+      s == ENVIRON["OLD"] { print substr($0, 1, length($0) - length(s) - length(cr)) ENVIRON["NEW"] cr; next }
+      { print }' "$tmp" > "$tmp.new"
+    mv "$tmp.new" "$tmp"
+    shift 2
+  done
+  diff -u --label "a/$f" --label "b/$f" "$tmp.orig" "$tmp" || true
+  cmp -s "$tmp" "$f" || cat "$tmp" > "$f"   # an unchanged file keeps its time stamp: nothing is rebuilt for it
+  rm -f "$tmp" "$tmp.orig"
+}"""
+
+
+def _shell_template(line: str) -> str:
+    """A template line as a bash word: literal parts quoted, each ``{name}`` as ``"${RB_NAME}"``."""
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(line):
+        if literal:
+            parts.append(shlex.quote(literal))
+        if name is not None:
+            parts.append(f'"${{RB_{name.upper()}}}"')
+    return "".join(parts) or "''"
+
+
+def patch_step(patches: Iterable[SourcePatch], paper: Mapping[str, Any]) -> dict | None:
+    """The setup step that applies ``patches`` with the run's parameters (as ``Step`` fields), or None."""
+    patches = tuple(patches)
+    if not patches:
+        return None
+    lines = [PATCH_FUNCTION]
+    for p in patches:
+        args = " ".join(f"{shlex.quote(fill(line, paper))} {_shell_template(line)}" for line in p.lines)
+        lines.append(f"rb_patch {shlex.quote(p.file)} {args}")
+    names = ", ".join(dict.fromkeys(n for p in patches for n in p.parameters()))
+    files = ", ".join(p.file for p in patches)
+    return {"name": f"set the source constants from the parameters ({names})",
+            "run": "\n".join(lines) + "\n",
+            "note": (f"Generated from the claim's patches: each of {files} is restored as committed, then the lines "
+                     f"that hold {names} are set to the run's values (at the paper's scale they are left as they "
+                     f"are). The diff is printed in the log, and the run's manifest records it."),
+            "expected_minutes": 0.0}
+
+
+def manifest_fields(claim, params: Mapping | None) -> dict:
+    """What a run's manifest records of its scale and deviations, before the run starts ({} for a claim without)."""
+    out: dict[str, Any] = {}
+    if claim.scales:
+        out["scale"] = claim.scale_of(params)
+    devs = claim.deviations_for(params)
+    if devs or claim.scales or claim.deviations or claim.patches:
+        out["deviations"] = [d.as_dict() for d in devs]
+    return out

@@ -1,0 +1,150 @@
+"""Roles, placements and sweeps: validated at load, placed on hosts and clusters, carried into the job script.
+
+The job scripts run here with bash (one host playing every role, so no SSH); the real thing, with nine sshd
+hosts and a run cut in the middle of its sweep, is in tests/integration/test_cluster.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reprobook.config import HostSpec, load_paper, load_project
+from reprobook.errors import ConfigError
+from reprobook.placement import Placement, place
+from reprobook.steps import build_script, sweep_points
+
+
+def _paper(tmp_path: Path, claim: dict, name: str = "placefx") -> Path:
+    base = {"id": "c", "title": "t", "statement": "s", "refs": ["r"], "loader": "ozz.lmbench",
+            "checks": [{"kind": "at_least", "what": "w", "value": "value", "min": 0}],
+            "outputs": {"out": {"path": "out", "glob": "*"}}}
+    path = tmp_path / "configs" / "papers" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"paper": {"id": name, "title": "PLACEFX", "venue": "tests"},
+                                    "repositories": {}, "claims": [{**base, **claim}]}, sort_keys=False))
+    return path
+
+
+ROLES = {"control": {}, "server": {"count": [2, 3], "requires": {"cores": 1}}, "client": {"count": [1, None]}}
+
+
+def test_roles_steps_and_sweeps_are_validated_naming_file_and_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.run\[0\]\.role: no role 'srv'"):
+        load_paper(_paper(tmp_path, {"roles": ROLES, "run": [{"name": "x", "run": "true", "role": "srv"}]}))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.roles\.server\.count: the count's maximum 1 is below"):
+        load_paper(_paper(tmp_path, {"roles": {"control": {}, "server": {"count": [3, 1]}}}))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.run\[0\]\.sweep: a sweep step needs a parameter"):
+        load_paper(_paper(tmp_path, {"run": [{"name": "x", "run": "true", "sweep": True}]}))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.outputs\.out\.role: no role 'nobody'"):
+        load_paper(_paper(tmp_path, {"roles": ROLES, "outputs": {"out": {"path": "o", "role": "nobody"}}}))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.inputs\.generator: no input generator 'nope'"):
+        load_paper(_paper(tmp_path, {"inputs": {"generator": "nope"}}))
+
+
+def test_a_sweep_is_the_product_of_the_list_parameters_typed_and_timed(tmp_path):
+    paper = load_paper(_paper(tmp_path, {
+        "parameters": {"system": {"default": ["a", "b"], "help": "h"}, "clients": {"default": [1, 2, 4], "help": "h"},
+                       "duration": {"default": 1.5, "help": "h"}},
+        "run": [{"name": "once", "run": "true", "expected_minutes": 1},
+                {"name": "each", "run": "true", "sweep": True, "expected_minutes": 2}]}))
+    claim = paper.claim("c")
+    assert claim.sweep_axes == ("system", "clients")
+    points = sweep_points(claim, {})
+    assert points[0] == {"system": "a", "clients": 1} and points[-1] == {"system": "b", "clients": 4}
+    assert len(points) == 6 and len(sweep_points(claim, {"clients": [8]})) == 2
+    assert claim.expected_minutes == 1 + 2 * 6
+    with pytest.raises(ConfigError, match="takes a list of int"):
+        claim.resolve_params({"clients": [1, "many"]})
+    assert claim.resolve_params({"clients": 3})["clients"] == (3,)   # one value is a sweep of one point
+
+
+def test_a_sweep_resumes_at_the_first_unfinished_point(tmp_path):
+    paper = load_paper(_paper(tmp_path, {
+        "parameters": {"clients": {"default": [1, 2, 3], "help": "h"}},
+        "run": [{"name": "each", "sweep": True,
+                 "run": 'echo "$RB_POINT $RB_CLIENTS ($RB_POINT_NAME)" >> "$RB_RUN_DIR/ran"\n'
+                        'if [ "$RB_CLIENTS" = 2 ] && [ ! -e "$RB_RUN_DIR/go" ]; then exit 4; fi'}]}))
+    claim = paper.claim("c")
+    rd = tmp_path / "rd"
+    rd.mkdir()
+    script = build_script(paper, claim, HostSpec("h", "h", str(tmp_path / "w")), {}, str(rd))
+    first = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 4 and "[point 2/3: clients=2]" in first.stdout
+    assert (rd / "ran").read_text().split("\n")[:2] == ["1 1 (clients=1)", "2 2 (clients=2)"]
+    (rd / "go").touch()
+    again = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "step 1-1/1: each [point 1/3: clients=1] [skipped: done in an earlier attempt]" in again.stdout
+    assert [l.split()[0] for l in (rd / "ran").read_text().split("\n") if l] == ["1", "2", "2", "3"]
+    assert (rd / "points" / "1-3.log").read_text().strip() == ""  # the point's output, teed (this one says nothing)
+    assert sorted(p.name for p in (rd / "steps").iterdir()) == ["1-1.done", "1-2.done", "1-3.done"]
+
+
+def _project(tmp_path: Path, claim: dict, clusters: dict) -> object:
+    _paper(tmp_path, claim)
+    (tmp_path / "_config.yml").write_text("title: t\n")
+    hosts = {n: {"ssh": f"{n}.example.org", "workdir": f"/w/{n}"} for n in ("c0", "s1", "s2", "s3", "k1")}
+    (tmp_path / "configs" / "hosts.yaml").write_text(yaml.safe_dump({"hosts": hosts, "clusters": clusters}))
+    return load_project(tmp_path)
+
+
+def test_a_placement_comes_from_a_cluster_or_one_host_and_counts_are_checked(tmp_path):
+    clusters = {"ok": {"roles": {"control": ["c0"], "server": ["s1", "s2"], "client": ["k1"]}},
+                "big": {"roles": {"control": ["c0"], "server": ["s1", "s2", "s3", "k1"], "client": ["k1"]}},
+                "short": {"roles": {"control": ["c0"], "server": ["s1"]}}}
+    project = _project(tmp_path, {"roles": ROLES, "run": [{"name": "x", "run": "true"}]}, clusters)
+    claim = project.claim("placefx/c")
+    p = place(project, claim, "ok")
+    assert p.control == "c0" and p.members == ("s1", "s2", "k1") and p.cluster == "ok"
+    assert p.env() == {"RB_CONTROL_HOST": "c0", "RB_HOSTS_CONTROL": "c0", "RB_HOSTS_SERVER": "s1 s2",
+                       "RB_HOSTS_CLIENT": "k1"}
+    assert Placement.from_dict(p.as_dict()) == p
+    assert p.key() == "control=c0;server=s1,s2;client=k1"
+    with pytest.raises(ConfigError, match=r"role 'server' takes 2 to 3 hosts; cluster 'big' .* gives it 4"):
+        place(project, claim, "big")
+    with pytest.raises(ConfigError, match=r"has no role client that placefx/c needs"):
+        place(project, claim, "short")
+    with pytest.raises(ConfigError, match=r"role 'server' takes 2 to 3 hosts; host 's1' gives it 1: name a cluster"):
+        place(project, claim, "s1")
+    with pytest.raises(ConfigError, match=r"no host or cluster named 'x' \(known: .*ok \(cluster\)"):
+        place(project, claim, "x")
+
+
+def test_steps_of_a_role_run_on_each_of_its_hosts_with_their_names(tmp_path):
+    """The control host's script runs a role's step on each host (here: a stand-in ssh that runs it locally)."""
+    clusters = {"ok": {"roles": {"control": ["c0"], "server": ["s1", "s2"], "client": ["k1"]}}}
+    project = _project(tmp_path, {"roles": ROLES, "setup": [
+        {"name": "on servers", "role": "server", "run": 'echo "I am $RB_HOST in $PWD; servers: $RB_HOSTS_SERVER"'}],
+        "run": [{"name": "on control", "run": 'echo "control $RB_HOST"'}]}, clusters)
+    claim, paper = project.claim("placefx/c"), project.paper("placefx")
+    p = place(project, claim, "ok")
+    for n in ("c0", "s1", "s2"):
+        (tmp_path / "w" / n).mkdir(parents=True)
+    specs = {n: HostSpec(n, n, str(tmp_path / "w" / n)) for n in p.hosts}
+    script = build_script(paper, claim, specs["c0"], {}, str(tmp_path / "rd"), placement=p, members=specs)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text('#!/bin/bash\nwhile [ "$1" != -- ]; do h=$1; shift; done; shift\n'
+                                 'echo "(ssh to $h)"; exec bash -c "$*"\n')
+    (bin_dir / "ssh").chmod(0o755)
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    for n in ("s1", "s2"):
+        assert f"[{n}] (ssh to {n})" in res.stdout
+        assert f"[{n}] I am {n} in {tmp_path / 'w' / n}; servers: s1 s2" in res.stdout
+    assert "control c0" in res.stdout
+
+
+def test_progress_of_a_sweep_shows_points_done_of_total_and_the_current_point():
+    from reprobook.jobs import JobStatus, progress_words
+    st = JobStatus("r", "running", None, 1.0, None, 5.0, "2-3/2: run one setting [point 3/4: clients=6 duration=2.0]",
+                   0, "", points_done=2)
+    assert progress_words(st) == "2/4 points done, now clients=6 duration=2.0 | "
+    plain = JobStatus("r", "running", None, 1.0, None, 5.0, "1/2: build", 0, "")
+    assert progress_words(plain) == "1/2: build | "

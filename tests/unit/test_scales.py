@@ -1,0 +1,220 @@
+"""Scales, source patches from parameters, deviations, check needs and sparse checkouts (reprobook.scales).
+
+The patch step and the sparse checkout run for real here: the job script reprobook builds, on a git
+repository made in ``tmp_path`` (CRLF lines and tab indentation included, as EDRAX's test.cpp has),
+with a blob deleted from the origin to stand for the two our Aardvark mirror lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from reprobook.checks import Verdict, check_claim
+from reprobook.config import HostSpec, load_paper, load_project
+from reprobook.errors import ConfigError
+from reprobook.scales import TOOLCHAIN_MARKER, manifest_fields, toolchains_from_log
+from reprobook.steps import build_script
+
+PAPER_SRC = "package x\n\nconst startingAddrs = 1000000\n// const startingAddrs = 10\n\tconst txnsPerBlock = 10000\r\n"
+
+
+def _git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def _origin(tmp_path: Path) -> tuple[Path, str, str]:
+    """A bare repository with perf.go and a big/blob.tar.gz whose blob is then deleted; its commit and that blob."""
+    src = tmp_path / "src"
+    (src / "big").mkdir(parents=True)
+    (src / "perf.go").write_bytes(PAPER_SRC.encode())
+    (src / "big" / "blob.tar.gz").write_bytes(b"not in the mirror")
+    _git("init", "-q", cwd=src)
+    _git("add", ".", cwd=src)
+    _git("commit", "-q", "-m", "c", cwd=src)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run(["git", "rev-parse", "HEAD:big/blob.tar.gz"], cwd=src, capture_output=True,
+                          text=True).stdout.strip()
+    bare = tmp_path / "origin.git"
+    _git("clone", "-q", "--bare", str(src), str(bare), cwd=tmp_path)
+    (bare / "objects" / blob[:2] / blob[2:]).unlink()  # the mirror lacks this blob
+    return bare, commit, blob
+
+
+def _paper(tmp_path: Path, origin: Path, commit: str, *, exclude=("big/*.tar.gz",), extra: dict | None = None) -> Path:
+    claim = {
+        "id": "c", "title": "t", "statement": "s", "refs": ["r"], "loader": "aardvark.archives",
+        "checks": [{"kind": "at_least", "what": "fast enough", "value": "v", "min": 1},
+                   {"kind": "at_least", "what": "fast on 32 cores", "value": "v", "min": 1,
+                    "needs": {"scale": "paper", "cores": 32, "why": "the claim is about 32 cores"}}],
+        "parameters": {"accounts": {"default": 1000000, "help": "a"}, "txns": {"default": 10000, "help": "t"},
+                       "go": {"default": "pinned", "help": "g"}},
+        "scales": {"paper": {"about": "the guide's sizes"},
+                   "rehearsal": {"about": "small", "values": {"accounts": 1000, "txns": 20, "go": "host"}}},
+        "patches": [{"file": "repo/perf.go", "lines": ["const startingAddrs = {accounts}",
+                                                       "const txnsPerBlock = {txns}"]}],
+        "deviations": [{"when": {"go": "host"}, "kind": "toolchain", "what": "the host's Go"}],
+        "run": [{"name": "show", "cwd": "repo", "run": "cat perf.go"}],
+        "outputs": {"logs": {"path": "repo", "glob": "*.txt"}},
+        **(extra or {}),
+    }
+    path = tmp_path / "scalefx.yaml"
+    repo = {"url": str(origin), "commit": commit, "checkout": "repo"}
+    if exclude:
+        repo["exclude"] = list(exclude)
+    path.write_text(yaml.safe_dump({"paper": {"id": "scalefx", "title": "SCALEFX", "venue": "tests"},
+                                    "repositories": {"repo": repo}, "claims": [claim]}, sort_keys=False))
+    return path
+
+
+def _job(tmp_path: Path, paper, params: dict, run_dir: str = "rd") -> subprocess.CompletedProcess:
+    claim = paper.claim("c")
+    workdir = tmp_path / "work"
+    script = build_script(paper, claim, HostSpec("h", "h", str(workdir)), params, str(tmp_path / run_dir))
+    (tmp_path / "cmd.sh").write_text(script)
+    return subprocess.run(["bash", str(tmp_path / "cmd.sh")], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, cwd=tmp_path)
+
+
+@pytest.fixture
+def fx(tmp_path):
+    origin, commit, blob = _origin(tmp_path)
+    return load_paper(_paper(tmp_path, origin, commit)), origin, commit, blob
+
+
+def test_a_scale_fills_in_parameters_and_explicit_values_win(fx):
+    paper, *_ = fx
+    claim = paper.claim("c")
+    assert claim.resolve_params({}) == {"accounts": 1000000, "txns": 10000, "go": "pinned", "scale": "paper"}
+    assert claim.resolve_params({"scale": "rehearsal"}) == {"accounts": 1000, "txns": 20, "go": "host",
+                                                            "scale": "rehearsal"}
+    assert claim.resolve_params({"scale": "rehearsal", "txns": 50})["txns"] == 50
+    assert claim.scale_of({"scale": "rehearsal"}) == "rehearsal" and claim.scale_of({}) == "paper"
+    with pytest.raises(ConfigError, match=r"no scale 'huge' \(scales: paper, rehearsal\)"):
+        claim.resolve_params({"scale": "huge"})
+    assert "rehearsal (small)" in claim.parameters["scale"].help
+
+
+def test_deviations_of_a_rehearsal_are_recorded_with_the_patch_as_a_diff(fx):
+    paper, *_ = fx
+    claim = paper.claim("c")
+    assert claim.deviations_for({}) == []
+    devs = claim.deviations_for({"scale": "rehearsal"})
+    assert [(d.kind, d.what) for d in devs][0] == ("toolchain", "the host's Go")
+    patch = devs[1]
+    assert patch.kind == "patch" and "2 line(s) in `repo/perf.go`" in patch.what
+    assert patch.diff.splitlines() == ["--- a/repo/perf.go", "+++ b/repo/perf.go",
+                                       "@@ @@", "-const startingAddrs = 1000000", "+const startingAddrs = 1000",
+                                       "@@ @@", "-const txnsPerBlock = 10000", "+const txnsPerBlock = 20"]
+    fields = manifest_fields(claim, {"scale": "rehearsal"})
+    assert fields["scale"] == "rehearsal" and [d["kind"] for d in fields["deviations"]] == ["toolchain", "patch"]
+    assert manifest_fields(claim, {}) == {"scale": "paper", "deviations": []}
+
+
+def test_the_patch_step_sets_the_constants_keeps_indentation_and_crlf_and_restores_them(fx, tmp_path):
+    """A sparse checkout without the missing blob, then the patch at rehearsal scale, then at the paper's again."""
+    paper, _, commit, blob = fx
+    out = _job(tmp_path, paper, {"scale": "rehearsal"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    perf = tmp_path / "work" / "repo" / "perf.go"
+    assert perf.read_bytes().decode() == PAPER_SRC.replace("= 1000000", "= 1000").replace("= 10000\r", "= 20\r")
+    assert not (tmp_path / "work" / "repo" / "big" / "blob.tar.gz").exists()  # left out: its blob is absent
+    assert "-const startingAddrs = 1000000\n+const startingAddrs = 1000\n" in out.stdout  # the diff, in the log
+    assert "invalid object" not in out.stderr
+    # the same workdir, at the paper's scale: the file is as committed again (another run id, another run dir)
+    out = _job(tmp_path, paper, {}, run_dir="rd2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert perf.read_bytes().decode() == PAPER_SRC
+    mtime = perf.stat().st_mtime_ns
+    out = _job(tmp_path, paper, {}, run_dir="rd3")
+    assert out.returncode == 0 and perf.stat().st_mtime_ns == mtime  # unchanged: not rewritten, nothing rebuilt
+
+
+def test_a_patch_line_missing_from_the_file_fails_the_step_with_the_reason(tmp_path):
+    origin, commit, _ = _origin(tmp_path)
+    paper = load_paper(_paper(tmp_path, origin, commit, extra={
+        "patches": [{"file": "repo/perf.go", "lines": ["const numBlocks = {txns}"]}]}))
+    out = _job(tmp_path, paper, {"scale": "rehearsal"})
+    assert out.returncode != 0
+    assert "repo/perf.go has 0 line(s) 'const numBlocks = 10000' where the patch expects exactly one" in out.stderr
+
+
+def test_without_the_exclusion_the_checkout_fails_on_the_missing_blob(tmp_path):
+    origin, commit, _ = _origin(tmp_path)
+    paper = load_paper(_paper(tmp_path, origin, commit, exclude=()))
+    out = _job(tmp_path, paper, {})
+    assert out.returncode == 3, out.stdout + out.stderr  # git itself exits 0 with the file missing
+    assert "lacks files git could not read" in out.stderr and "big/blob.tar.gz" in out.stderr
+    assert "under the repository's 'exclude'" in out.stderr
+
+
+@pytest.mark.parametrize("extra, key, words", [
+    ({"patches": [{"file": "f", "lines": ["N = {nope}"]}]}, "claims[0].patches[0].lines[0]", "no parameter 'nope'"),
+    ({"patches": [{"file": "f", "lines": ["N = 3"]}]}, "claims[0].patches[0].lines[0]", "sets no parameter"),
+    ({"scales": {"rehearsal": {"values": {"txns": 2}}}}, "claims[0].scales", "needs a 'paper' scale"),
+    ({"scales": {"paper": {}, "small": {"values": {"nope": 2}}}}, "claims[0].scales.small.values.nope",
+     "no parameter 'nope'"),
+    ({"scales": {"paper": {}, "small": {"values": {"txns": "many"}}}}, "claims[0].scales.small", "takes a int"),
+    ({"deviations": [{"when": {"nope": 1}, "what": "x"}]}, "claims[0].deviations[0].when.nope", "no parameter"),
+    ({"checks": [{"kind": "at_least", "what": "w", "value": "v", "min": 1, "needs": {"scale": "huge"}}]},
+     "claims[0].checks[0].needs.scale", "no scale 'huge'"),
+    ({"checks": [{"kind": "at_least", "what": "w", "value": "v", "min": 1, "needs": {"cpus": 3}}]},
+     "claims[0].checks[0].needs.cpus", "cpus"),
+])
+def test_configuration_errors_name_the_file_and_key(tmp_path, extra, key, words):
+    origin, commit, _ = _origin(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_paper(_paper(tmp_path, origin, commit, extra=extra))
+    assert err.value.key == key and words in str(err.value), str(err.value)
+
+
+def test_a_check_that_needs_32_cores_and_the_paper_scale_is_inconclusive_at_rehearsal_with_its_values(fx):
+    paper, *_ = fx
+    claim = paper.claim("c")
+    measured = pd.DataFrame({"v": [5.0, 7.0]})
+    small = {"cpus": 2}
+    v = check_claim(claim, measured, source="run x", scale="rehearsal", host_facts=small)
+    judged, needy = v.checks
+    assert judged.verdict is Verdict.HOLDS and judged.reason.startswith("at rehearsal scale: ")
+    assert needy.verdict is Verdict.INCONCLUSIVE and needy.margin is None
+    assert needy.reason.startswith("cannot be judged on this run: this run is at rehearsal scale; the check "
+                                   "needs the paper scale; the run's host needs 32 cores (CPUs online), has 2 (the "
+                                   "claim is about 32 cores). Measured: ")
+    assert "5 vs required >= 1" in needy.reason and not needy.evidence.empty  # the measured values stay
+    assert v.verdict is Verdict.INCONCLUSIVE and v.scale == "rehearsal" and v.as_dict()["scale"] == "rehearsal"
+    assert "Scale of the run: <b>rehearsal</b>" in v._repr_html_()
+    # the paper's scale on a big host: judged; the authors' outputs (no scale, no facts): judged as before
+    assert check_claim(claim, measured, source="s", scale="paper", host_facts={"cpus": 64}).verdict is Verdict.HOLDS
+    plain = check_claim(claim, measured, source="reference")
+    assert plain.verdict is Verdict.HOLDS and plain.scale == "" and "scale" not in plain.as_dict()
+    assert all(not c.reason.startswith("at ") for c in plain.checks)
+
+
+def test_toolchains_reported_in_a_log_are_read_once_each():
+    log = "\n".join([f"{TOOLCHAIN_MARKER} go: go version go1.26.8 linux/amd64", "other",
+                     f"{TOOLCHAIN_MARKER} rust: rustc 1.95.0 with RUSTC_BOOTSTRAP=1",
+                     f"{TOOLCHAIN_MARKER} go: go version go1.26.8 linux/amd64", f"{TOOLCHAIN_MARKER}  "])
+    assert toolchains_from_log(log) == ["go: go version go1.26.8 linux/amd64", "rust: rustc 1.95.0 with RUSTC_BOOTSTRAP=1"]
+
+
+def test_aardvark_declares_paper_and_rehearsal_scales_and_the_workload_patch(root):
+    project = load_project(root)
+    for cid in ("vector-commitments", "validator-throughput", "archive-throughput"):
+        claim = project.claim(f"aardvark/{cid}")
+        assert list(claim.scales) == ["paper", "rehearsal"]
+        devs = {d.kind: d for d in claim.deviations_for({"scale": "rehearsal"})}
+        assert set(devs) == {"toolchain", "patch"} and claim.deviations_for({}) == []
+        assert claim.setup[1].name.startswith("set the source constants from the parameters")
+    validator = project.claim("aardvark/validator-throughput")
+    diff = {d.kind: d for d in validator.deviations_for({"scale": "rehearsal"})}["patch"].diff
+    assert "-const startingAddrs = 1000000\n+const startingAddrs = 1000\n" in diff
+    assert [bool(c.needs and c.needs.requires) for c in validator.checks] == [True, True, True]
+    assert project.paper("aardvark").repositories["aardvark-prototype"].exclude == (
+        "go-algorand/installer/external/node_exporter-stable-*.tar.gz",)
