@@ -38,7 +38,9 @@ TARGET_COLD = 0.6
 TARGET_NOOP = 0.02
 SYNTHETIC_PAGES = 40
 CLAIM = "aardvark/archive-throughput"
-EXPECTED = ["archive-throughput.ipynb", "summary.ipynb"]
+EXPECTED = sorted(["archive-throughput.ipynb", "index.ipynb", "summary.ipynb"])
+"""What a new run of the claim re-executes: its page and the two pages that show its verdict (the chapter's list of
+verdicts and the summary), nothing else."""
 ARCHIVES = ("github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2/"
             "go-algorand/ledger/archives.csv")
 
@@ -233,7 +235,7 @@ def run(ctx: Context) -> list[Result]:
         "book", "book rebuild after a new run of one claim",
         f"reprobook book {fmt_s(took)}, executed: {', '.join(executed) or 'nothing'}",
         value=took, unit="s", plain_tool="cold build", plain_value=cold, ratio=took / cold,
-        comparison=f"{took / cold:.0%} of cold", target="runs only its page + summary",
+        comparison=f"{took / cold:.0%} of cold", target="runs only its page + the pages listing its verdict (chapter, summary)",
         passed=executed == EXPECTED and from_pages,
         notes=["the summary read every verdict from the claim pages (none evaluated twice)" if from_pages else
                "the summary evaluated some claims itself: see its page"],

@@ -160,6 +160,19 @@ def plot(claim: Claim, measured: pd.DataFrame | Mapping[str, pd.DataFrame], **ov
     return plots.claim_figure(claim, measured, **overrides)
 
 
+def panel(claim: Claim | str, *, poll_s: float = 1.0):
+    """The claim's control panel in JupyterLab: host, parameters, launch / attach / cancel, progress, plot and verdict.
+
+    See `reprobook.widgets.Panel`. On the website (no kernel) it is a note saying it needs JupyterLab.
+
+    Examples
+    --------
+    >>> rb.panel(claim)  # the last line of a cell
+    """
+    from .widgets import panel as make
+    return make(claim, poll_s=poll_s)
+
+
 def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict | None = None):
     """Measured against published, cell by cell: the value, the ratio, and each cell's verdict.
 

@@ -72,7 +72,8 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
     out = run.path / "notebook.ipynb"
     from jupyter_client.manager import KernelManager
     # the kernel's channels encrypted (CurveZMQ), which also keeps its plain-TCP warning off the terminal
-    km = KernelManager(kernel_name="python3", transport_encryption="auto")
+    from .kernels import transport_encryption
+    km = KernelManager(kernel_name="python3", transport_encryption=transport_encryption())
     try:
         pm.execute_notebook(str(_notebook_for(project, claim)), str(out), parameters={"source": source, **params},
                             cwd=str(project.root / "notebooks" / claim.paper), progress_bar=not quiet,

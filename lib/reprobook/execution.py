@@ -211,14 +211,17 @@ def _client_class():
             spec_dir = None  # set: the kernel is forked (reprobook.kernels)
 
             def create_kernel_manager(self):
+                from .kernels import KERNEL_NAME, transport_encryption
                 if self.spec_dir is None:
-                    return super().create_kernel_manager()
-                from jupyter_client.kernelspec import KernelSpecManager
-                from jupyter_client.manager import AsyncKernelManager
-
-                from .kernels import KERNEL_NAME
-                specs = KernelSpecManager(kernel_dirs=[self.spec_dir], ensure_native_kernel=False)
-                self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, config=self.config)
+                    self.km = super().create_kernel_manager()
+                else:
+                    from jupyter_client.kernelspec import KernelSpecManager
+                    from jupyter_client.manager import AsyncKernelManager
+                    specs = KernelSpecManager(kernel_dirs=[self.spec_dir], ensure_native_kernel=False)
+                    self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs,
+                                                 config=self.config)
+                # encrypted channels, as the command line's kernels (cli.py): no plain-TCP warning in the build log
+                self.km.transport_encryption = transport_encryption()
                 return self.km
 
             async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):

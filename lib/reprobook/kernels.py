@@ -44,6 +44,17 @@ PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "repro
 INLINE = "module://matplotlib_inline.backend_inline"
 
 
+def transport_encryption() -> str:
+    """The ``transport_encryption`` of the book's kernel managers: ``"auto"`` if pyzmq has CurveZMQ.
+
+    With it, jupyter_client gives each kernel whose spec declares ``curve`` support keys for its
+    channels; a kernel without them logs, on the build's output, that it runs over TCP without
+    encryption. Without CurveZMQ in libzmq, ``"disabled"`` (``"auto"`` would be refused).
+    """
+    import zmq
+    return "auto" if zmq.has("curve") else "disabled"
+
+
 class ForkServer:
     """A warm process forking kernels, for the duration of a ``with`` block.
 
@@ -67,7 +78,9 @@ class ForkServer:
         (spec / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, "-m", "reprobook.kernels", "launch", "-f", "{connection_file}"],
             "display_name": "Python 3 (forked by reprobook)", "language": "python",
-            "interrupt_mode": "signal", "env": {ENV_SOCKET: str(sock)}}))
+            "interrupt_mode": "signal", "env": {ENV_SOCKET: str(sock)},
+            # the forked kernel is ipykernel's, reading its keys from the connection file as any other
+            "metadata": {"supported_encryption": ["curve"]}}))
         self.kernel_spec_dir = str(path / "kernels")
         r, w = os.pipe()
         try:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sys
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .config import Claim, Project
 from .errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
@@ -59,7 +59,7 @@ def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
 
 def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, new: bool = False,
             allow_insufficient: bool = False, progress: bool = True, poll_s: float | None = None,
-            inputs: Mapping[str, bytes | str] | None = None) -> Run:
+            inputs: Mapping[str, bytes | str] | None = None, on_run: Callable[[Run], None] | None = None) -> Run:
     """Run ``claim`` live on ``host_name`` (a host, or a cluster of ``hosts.yaml``), or attach to the same run.
 
     The same claim, placement and parameters give the same run id, so calling
@@ -69,7 +69,10 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     ``inputs`` (name -> content) are files made here for the run, such as
     generated experiment configs: kept in the run's ``inputs/``, recorded in
     the manifest with their sha256, and written on the host before the first
-    step (``$RB_INPUTS/<name>``); other inputs make another run.
+    step (``$RB_INPUTS/<name>``); other inputs make another run. ``on_run`` is
+    called with the `Run` as soon as it is recorded (before the launch), or
+    with the recorded run when it had already succeeded: a control panel or a
+    pool learns the run id while this call still waits.
     """
     if not claim.runs_live:
         how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
@@ -93,7 +96,7 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     run_id = run_id_for(claim, placement.key(), keyed, nonce)
     store = RunStore(project.settings.runs_dir)
     with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
-        kept = (inputs, origins)
+        kept = (inputs, origins, on_run)
         if not placement.single:
             return _perform_placed(project, claim, store, run_id, placement, paper, params, allow_insufficient,
                                    progress, poll_s, kept)
@@ -104,7 +107,7 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
 def _keep_inputs(run: Run, kept) -> None:
     """The run's inputs, kept beside its manifest (``inputs/<name>``, with ``<name>.diff`` against the authors'
     file a generated one came from) and recorded with their sha256 and source."""
-    inputs, origins = kept
+    inputs, origins = kept[0], kept[1]
     if not inputs:
         return
     (run.path / "inputs").mkdir(mode=0o700, exist_ok=True)
@@ -120,7 +123,7 @@ def _keep_inputs(run: Run, kept) -> None:
     run.update(inputs=record)
 
 
-def _resuming(store: RunStore, run_id: str) -> tuple[bool, Run | None]:
+def _resuming(store: RunStore, run_id: str, on_run=None) -> tuple[bool, Run | None]:
     """Whether a recorded run of this id is to be resumed; the run itself when it already succeeded."""
     try:
         existing = store.load(run_id)
@@ -129,6 +132,8 @@ def _resuming(store: RunStore, run_id: str) -> tuple[bool, Run | None]:
     for line in _picked_up(existing) + existing.repair_local():
         _say(f"run {run_id}: {line}")
     if existing.status == "succeeded":
+        if on_run:
+            on_run(existing)
         return False, existing
     # failed, cancelled, lost, cut off or never started: launch again, and the job skips the steps it finished
     return existing.status in ("failed", "cancelled", "lost", "launch-unknown", "refused", "fetching", "running",
@@ -138,7 +143,7 @@ def _resuming(store: RunStore, run_id: str) -> tuple[bool, Run | None]:
 def _perform_placed(project, claim, store, run_id, placement: Placement, paper, params, allow_insufficient,
                     progress, poll_s, inputs) -> Run:
     """`perform` on several hosts: survey them all, hold the members, launch on the control host, follow."""
-    resume, done = _resuming(store, run_id)
+    resume, done = _resuming(store, run_id, inputs[2])
     if done is not None:
         return done
     specs = {n: project.hosts.host(n) for n in placement.hosts}
@@ -153,7 +158,7 @@ def _perform_placed(project, claim, store, run_id, placement: Placement, paper, 
 
 
 def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s, inputs) -> Run:
-    resume, done = _resuming(store, run_id)
+    resume, done = _resuming(store, run_id, inputs[2])
     if done is not None:
         return done
     with open_host(spec, project.settings) as host:
@@ -174,6 +179,8 @@ def _start(project, claim, store, run_id, host: Host, script: str, params, resum
                                                       for r in paper.repositories_for(claim)},
                        **fields, **manifest_fields(claim, params))
     _keep_inputs(run, inputs)
+    if inputs[2]:
+        inputs[2](run)
     members = dict(members or {})
     try:
         hold(members, run_id, host.name)

@@ -205,6 +205,13 @@ class _Layout:
         return dict(zip(self.hue_levels, sns.color_palette(PALETTE, max(len(self.hue_levels), 1))))
 
     @property
+    def run_colours(self) -> dict:
+        """Each run's colour when there is no hue (with a hue, the runs take its colours)."""
+        if self.hue or len(self.run_labels) < 2:
+            return {r: "0.2" for r in self.run_labels}
+        return dict(zip(self.run_labels, sns.color_palette(PALETTE, len(self.run_labels))))
+
+    @property
     def run_styles(self) -> dict:
         """Each run's marker and line style (one run: a circle and a solid line)."""
         return {r: (RUN_MARKERS[i % len(RUN_MARKERS)], RUN_LINES[i % len(RUN_LINES)])
@@ -227,6 +234,10 @@ def _layout(measured, published, *, x, y, hue, col, row, wrap, band, order) -> _
             points, lines = _spread(points, var, levels), _spread(lines, var, levels)
     xs = [v for f in (runs, points) if x in f for v in f[x]]
     numeric = _numeric(xs) and (order is None or _numeric(order))
+    if not numeric:  # categories are compared as text: an order of strings places numbers too
+        runs, points = (f.assign(**{x: f[x].astype(str)}) if x in f else f for f in (runs, points))
+        order = [str(v) for v in order] if order is not None else None
+        band = band.assign(**{x: band[x].astype(str)}) if isinstance(band, pd.DataFrame) and x in band else band
     hue = hue if hue and any(hue in f for f in (runs, points, lines)) else None
     hue_levels = _levels(hue, [runs, points, lines]) if hue else []
     run_labels = list(dict.fromkeys(runs[SERIES])) if not runs.empty else []
@@ -272,7 +283,8 @@ def _legend_handles(layout: _Layout, band_label: str) -> list:
                for level, c in layout.palette.items()] if layout.hue else []
     many = len(layout.run_labels) > 1
     for run, (marker, dash) in layout.run_styles.items():
-        handles.append(Line2D([], [], color="0.2", marker=marker, linestyle=dash if layout.numeric else "none",
+        handles.append(Line2D([], [], color=layout.run_colours[run], marker=marker,
+                              linestyle=dash if layout.numeric else "none",
                               label=f"{run} (solid)" if many else "measured (solid)"))
     if not layout.points.empty or not layout.lines.empty:
         handles.append(Line2D([], [], color="0.2", marker="D", markerfacecolor="none", markersize=8,
@@ -292,7 +304,12 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
                title) -> so.Plot:
     many = len(layout.run_labels) > 1
     hue = {"color": layout.hue} if layout.hue else {}
-    run_hue = hue or ({"color": SERIES} if many else {})
+
+    def coloured(frame: pd.DataFrame) -> bool:
+        return bool(layout.hue) and layout.hue in frame
+
+    # the runs take the hue's colours, or each its own when there is no hue; categories side by side per hue
+    run_hue = hue if coloured(layout.runs) else {} if layout.hue else ({"color": SERIES} if many else {})
     dodge = [so.Dodge(by=["color"])] if layout.hue and not layout.numeric else []
     # each layer names the facet columns of its own table (seaborn would otherwise align the plot's by index)
     facets = dict(layout.facets)
@@ -300,7 +317,7 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
         index=False) if facets else None
     p = so.Plot(grid).theme(_theme())
     if not layout.band.empty:
-        banded = bool(layout.hue) and layout.hue in layout.band
+        banded = coloured(layout.band)
         mark = so.Bar(alpha=0.25, edgewidth=0) if banded else so.Bar(alpha=0.3, edgewidth=0, color="0.6")
         p = p.add(mark, *(dodge if banded else ()), data=layout.band, x=x, y="hi", baseline="lo",
                   legend=False, **facets, **(hue if banded else {}))
@@ -308,14 +325,16 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
         if layout.numeric:
             p = p.add(so.Line(linewidth=1.6), so.Agg(), data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
                       **({"linestyle": SERIES} if many else {}))
-        p = p.add(so.Dot(pointsize=7), *dodge, data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
-                  **({"marker": SERIES} if many else {}))
+        p = p.add(so.Dot(pointsize=7), *(dodge if coloured(layout.runs) else ()), data=layout.runs, x=x, y=y,
+                  legend=False, **facets, **run_hue, **({"marker": SERIES} if many else {}))
     if not layout.points.empty:
-        coloured = layout.points[layout.points[layout.hue].notna()] if layout.hue else layout.points
-        plain = layout.points.drop(coloured.index)
-        if not coloured.empty:
-            p = p.add(so.Dot(**_PUBLISHED_MARK, **({} if hue else {"color": "0.2" if many else "C0"})), *dodge,
-                      data=coloured, x=x, y=y, legend=False, **facets, **hue)
+        if not layout.hue:
+            p = p.add(so.Dot(**_PUBLISHED_MARK, color="0.2" if many else "C0"), data=layout.points, x=x, y=y,
+                      legend=False, **facets)
+        with_hue = layout.points[layout.points[layout.hue].notna()] if coloured(layout.points) else layout.points[:0]
+        plain = layout.points.drop(with_hue.index) if layout.hue else layout.points[:0]
+        if not with_hue.empty:
+            p = p.add(so.Dot(**_PUBLISHED_MARK), *dodge, data=with_hue, x=x, y=y, legend=False, **facets, **hue)
         if not plain.empty:
             p = p.add(so.Dot(**_PUBLISHED_MARK, color="0.2"), data=plain, x=x, y=y, legend=False, **facets)
     p = p.scale(x=_x_scale(layout, x, logx))
@@ -324,7 +343,7 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
     if layout.hue:
         p = p.scale(color=so.Nominal(layout.palette, order=layout.hue_levels))
     elif many:
-        p = p.scale(color=so.Nominal(dict(zip(layout.run_labels, sns.color_palette(PALETTE, len(layout.run_labels))))))
+        p = p.scale(color=so.Nominal(layout.run_colours))
     if many:
         p = p.scale(marker=so.Nominal({r: m for r, (m, _) in layout.run_styles.items()}),
                     linestyle=so.Nominal({r: d for r, (_, d) in layout.run_styles.items()}))

@@ -280,14 +280,15 @@ def run_all(paper: str, hosts: Iterable[str] | str, *, project: Project | None =
         start = time.monotonic()
         if view:
             view.set(key, f"running on {host}")
+        recorded: dict[str, str] = {}
         try:
-            run = perform(project, claim, host, per_claim[key], new=new, progress=False, poll_s=poll_s)
+            run = perform(project, claim, host, per_claim[key], new=new, progress=False, poll_s=poll_s,
+                          on_run=lambda r: recorded.update(id=r.id))
         except ReprobookError as exc:
             if view:
                 view.set(key, f"failed on {host}")
-            mine = [r for r in store.runs(claim) if r.manifest.get("host") == host and r.manifest.get("source") == "live"]
-            return ClaimRun(key, host, mine[-1].id if mine else None, "failed", time.monotonic() - start, "not run",
-                            None, exc.message)
+            return ClaimRun(key, host, recorded.get("id"), "failed", time.monotonic() - start, "not run", None,
+                            exc.message)
         took = time.monotonic() - start
         if view:
             view.set(key, f"done on {host} ({took:.0f} s), judging")

@@ -175,7 +175,7 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     assert not (checkout / "go-algorand" / "installer" / "external").exists()  # the sparse checkout's exclusion
     assert (checkout / "go-algorand" / "ledger" / "perf_test.go").is_file()
     # the source constants as the run set them, and as git has them
-    assert "\tauto iters = 20;\r\n" in (checkout / "edrax" / "test.cpp").read_text(newline="")
+    assert b"\tauto iters = 20;\r\n" in (checkout / "edrax" / "test.cpp").read_bytes()
     outputs = from_run(table1, run)
     measured = load(table1, outputs)
     assert set(measured["system"]) == {"edrax", "aardvark", "merkle"} and (measured["n"] == 20).all()

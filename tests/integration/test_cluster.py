@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -25,7 +23,7 @@ import yaml
 from reprobook import pequin
 from reprobook.api import check, load
 from reprobook.config import load_project
-from reprobook.errors import ExperimentError, HostBusy
+from reprobook.errors import HostBusy
 from reprobook.live import perform
 from reprobook.placement import PlacementRefused, place
 from reprobook.runs import RunStore

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from reprobook.config import load_project
 from reprobook.errors import RequirementsNotMet
@@ -33,6 +32,7 @@ from reprobook.live import perform
 from reprobook.loaders import load
 from reprobook.runs import RunStore
 from reprobook.sources import from_run
+from tests.integration.conftest import real_project_host, unavailable
 
 pytestmark = pytest.mark.ssh
 
@@ -58,11 +58,7 @@ def _cargo() -> str | None:
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
-def _unavailable(reason: str) -> None:
-    """Skip for want of ``reason``; under CI, where everything must be there, fail instead."""
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set, so this test must run, but {reason}")
-    pytest.skip(reason)
+_unavailable = unavailable
 
 
 def _docker_here() -> tuple[bool, str]:
@@ -96,17 +92,9 @@ def verus_host(tmp_path, bed, monkeypatch):
     makes a step that forgot the toolchain override fail at once instead of downloading
     the pinned 1.76.0 (1.2 GB).
     """
-    bed.add_host(HOST, "127.0.0.2")
-    workdir, cargo_home = tmp_path / "work", tmp_path / "cargo-home"
-    hosts = {"hosts": {HOST: {"ssh": HOST, "workdir": str(workdir),
-                              "git_url_rewrites": {"https://github.com/": f"{MIRROR}/"},
-                              "env": {"CARGO_HOME": str(cargo_home), "RUSTUP_AUTO_INSTALL": "0"}}}}
-    (tmp_path / "hosts.yaml").write_text(yaml.safe_dump(hosts))
-    monkeypatch.setenv("REPROBOOK_ROOT", str(ROOT))
-    monkeypatch.setenv("REPROBOOK_HOSTS", str(tmp_path / "hosts.yaml"))
-    monkeypatch.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
-    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
-    monkeypatch.delenv("REPROBOOK_VERDICT_FILE", raising=False)
+    cargo_home = tmp_path / "cargo-home"
+    workdir = real_project_host(tmp_path, bed, monkeypatch, HOST, "127.0.0.2",
+                                env={"CARGO_HOME": cargo_home, "RUSTUP_AUTO_INSTALL": "0"})
     return workdir, cargo_home
 
 

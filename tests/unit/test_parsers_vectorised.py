@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 from pathlib import Path
 
@@ -281,6 +282,26 @@ def test_latex_one_pass_equals_cell_by_cell(monkeypatch, tmp_path, source, fast)
         quick, careful, _ = both_ways(monkeypatch, latex, "_rows_in_one_pass",
                                       lambda: latex.read_tabular(path, header_rows=header_rows))
         assert_same(quick, careful)
+
+
+# pieces of LaTeX the two readings treat differently if either is wrong: markup, escapes, braces, rules, spacing
+LATEX_PIECES = ["a", "1.5", " ", "\n", "\t", "&", "\\\\", "\\\\[2pt]", "\\hline ", "\\toprule\n", "\\cmidrule(lr){1-2}",
+                "\\cline{1-2}", "\\textbf{", "\\textbf {", "\\textbf*", "{", "}", "{x}", "[x]", "[", "]", "\\emph", "\\foo",
+                "\\,", "\\;", "\\ ", "\\\n", "\\%", "\\_", "\\&", "\\", "~", "$", "*", "\\to", "\\to{", "\\le", "\\leq",
+                "\\quad", "\\textasciitilde", "\\multicolumn{2}{c}{", "\\2", "\u00a0", "\x1c"]
+
+
+def test_latex_one_pass_equals_cell_by_cell_on_generated_tables(monkeypatch):
+    rng = random.Random(20261123)
+    taken_any = 0
+    for _ in range(2000):
+        source = ("x\n\\begin{tabular}{" + rng.choice(["ll", "l", "lll", ""]) + "}"
+                  + "".join(rng.choice(LATEX_PIECES) for _ in range(rng.randint(1, 25))) + "\\end{tabular}")
+        quick, careful, taken = both_ways(monkeypatch, latex, "_rows_in_one_pass",
+                                          lambda: latex.tabular_rows(source, file="t.tex"))
+        assert quick == careful, source
+        taken_any += taken
+    assert taken_any > 200  # the one-pass reading was tried on a good share of them
 
 
 def test_latex_markup_taken_off_in_one_pass(monkeypatch):

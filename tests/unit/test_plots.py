@@ -1,4 +1,5 @@
-"""Plots through seaborn: facets from the claim, measured solid, published hollow, the band only where measured, runs overlaid."""
+"""Plots through seaborn: facets from the claim, measured solid, published hollow, the band only where measured,
+several runs overlaid."""
 
 from __future__ import annotations
 
@@ -187,3 +188,14 @@ def test_the_plot_spec_schema_takes_facets_and_names_an_unknown_key(tmp_path, ro
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     with pytest.raises(ConfigError, match="colour"):
         load_paper(path)
+
+
+def test_runs_without_a_hue_take_a_colour_each_and_a_table_without_the_hue_still_plots():
+    a = pd.DataFrame({"n": [1, 2, 4], "v": [1.0, 2.0, 4.0]})
+    ax = plots.overlay({"A": a, "B": a.assign(v=a["v"] * 2)}, x="n", y="v", logx=True, ax=plt.figure().subplots())
+    assert len({colour for colour, _ in points(ax, filled=True)}) == 2
+    handles = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert handles["A (solid)"].get_color() != handles["B (solid)"].get_color()
+    published = pd.DataFrame({"n": [2], "sys": ["x"], "v": [2.5]})  # the hue is only in the published table
+    ax = plots.overlay(a, published, x="n", y="v", hue="sys", ax=plt.figure().subplots())
+    assert ys(points(ax, filled=True)) == [1.0, 2.0, 4.0] and ys(points(ax, filled=False)) == [2.5]

@@ -678,7 +678,7 @@ def _whitespace_table(data: bytes, at: int, *, file, header_line: int, converter
     clock = parse_clock in converters.values()
     body = data[end + 1:stop]
     count = _regular_rows(body, len(names), clock=clock)
-    if count is None:  # or a row of fewer cells: a line of blanks, which ends the table too?
+    if count is None:  # perhaps a row of no cells: a line of blanks ends the table too, so read the rows above it
         blank = _BLANK_LINE.search(data, end, stop)
         if blank is None:
             return None
