@@ -105,19 +105,28 @@ def show_tables() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m reprobook.pages [--check] NOTEBOOK…``: give each notebook its layout tags (or list the misfits)."""
+    import argparse
+
     import nbformat
-    args = list(sys.argv[1:] if argv is None else argv)
-    check = "--check" in args
-    paths = [Path(a) for a in args if a != "--check"]
+    parser = argparse.ArgumentParser(prog="python -m reprobook.pages",
+                                     description="Give each claim notebook its layout tags (which cells fold on the "
+                                                 "website), or with --check list the cells that lack them.")
+    parser.add_argument("--check", action="store_true", help="list the misfits and exit 1 if any; change nothing")
+    parser.add_argument("notebooks", nargs="+", type=Path, metavar="NOTEBOOK")
+    opts = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    check, paths = opts.check, opts.notebooks
     bad = 0
     for path in paths:
-        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        if not path.is_file():
+            print(f"{path}: no such notebook", file=sys.stderr)
+            return 2
+        nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
         if check:
             for line in misfolded(nb):
                 print(f"{path}: {line}")
                 bad += 1
         elif fold(nb):
-            nbformat.write(nb, path)  # the notebook's own version: metadata changed, nothing else
+            nbformat.write(nb, str(path))  # the notebook's own version: metadata changed, nothing else
             print(f"{path}: tags updated")
     return 1 if bad else 0
 
