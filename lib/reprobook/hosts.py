@@ -40,6 +40,8 @@ ANSWER_TIMEOUT_S = 120.0
 MAX_OUTPUT_BYTES = 64 << 20
 """Captured stdout beyond this is refused: a command whose output can be large streams it (``on_stdout``)."""
 STDERR_TAIL_BYTES = 64 << 10
+DRAIN_WAKE_S = 0.25
+"""A command's channel is waited on for at most this long between checks of its time limits."""
 from .requirements import HostFacts, Requirements, facts_from, probe_script
 
 
@@ -486,8 +488,11 @@ class _Sink:
 def _drain(chan, sink: _Sink) -> None:
     """Read stdout and stderr of a channel into ``sink`` until the command ends.
 
-    Paramiko wakes ``select`` only for stdout data and EOF, so the wait is
-    short (10 ms) to notice stderr and the exit status promptly.
+    Paramiko's channel pipe wakes ``select`` for stdout and stderr data and at
+    EOF (and stays set after it, until the exit status is in), so the wait is
+    driven by the channel; its timeout only bounds how often the time limits
+    are checked. (A 10 ms poll cost 36 waiting commands about 0.1 s of CPU
+    per 0.2 s, under one interpreter lock.)
     """
     while True:
         while chan.recv_ready():
@@ -504,7 +509,7 @@ def _drain(chan, sink: _Sink) -> None:
         if transport is None or not transport.is_active():
             raise EOFError("transport closed")
         sink.check_time()
-        select.select([chan], [], [], 0.01)
+        select.select([chan], [], [], DRAIN_WAKE_S)
 
 
 def open_host(spec: HostSpec, settings: Settings | None = None) -> Host:
