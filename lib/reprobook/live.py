@@ -25,6 +25,7 @@ call) puts the run's status right from what the host says.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 import hashlib
 import sys
 from typing import Callable, Mapping
@@ -96,18 +97,26 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     run_id = run_id_for(claim, placement.key(), keyed, nonce)
     store = RunStore(project.settings.runs_dir)
     with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
-        kept = (inputs, origins, on_run)
+        kept = _RunInputs(inputs, origins)
         if not placement.single:
             return _perform_placed(project, claim, store, run_id, placement, paper, params, allow_insufficient,
-                                   progress, poll_s, kept)
+                                   progress, poll_s, kept, on_run)
         return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
-                        kept)
+                        kept, on_run)
 
 
-def _keep_inputs(run: Run, kept) -> None:
+@dataclass(frozen=True)
+class _RunInputs:
+    """A live run's inputs (name -> bytes) and, for generated ones, the `reprobook.inputs.RunInput` they came from."""
+
+    data: Mapping[str, bytes]
+    origins: Mapping[str, object]
+
+
+def _keep_inputs(run: Run, kept: _RunInputs) -> None:
     """The run's inputs, kept beside its manifest (``inputs/<name>``, with ``<name>.diff`` against the authors'
     file a generated one came from) and recorded with their sha256 and source."""
-    inputs, origins = kept[0], kept[1]
+    inputs, origins = kept.data, kept.origins
     if not inputs:
         return
     (run.path / "inputs").mkdir(mode=0o700, exist_ok=True)
@@ -141,34 +150,36 @@ def _resuming(store: RunStore, run_id: str, on_run=None) -> tuple[bool, Run | No
 
 
 def _perform_placed(project, claim, store, run_id, placement: Placement, paper, params, allow_insufficient,
-                    progress, poll_s, inputs) -> Run:
+                    progress, poll_s, inputs: _RunInputs, on_run) -> Run:
     """`perform` on several hosts: survey them all, hold the members, launch on the control host, follow."""
-    resume, done = _resuming(store, run_id, inputs[2])
+    resume, done = _resuming(store, run_id, on_run)
     if done is not None:
         return done
     specs = {n: project.hosts.host(n) for n in placement.hosts}
     with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
         host = sv.hosts[placement.control]
         script = build_script(paper, claim, specs[placement.control], params, Job(host, run_id).remote_dir,
-                              placement=placement, members=specs, inputs=inputs[0])
-        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s,
+                              placement=placement, members=specs, inputs=inputs.data)
+        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
                       members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
                       hosts=sv.manifest(), host_facts={n: f.as_dict() for n, f in sv.facts.items()},
                       requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
 
 
-def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s, inputs) -> Run:
-    resume, done = _resuming(store, run_id, inputs[2])
+def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
+             inputs: _RunInputs, on_run) -> Run:
+    resume, done = _resuming(store, run_id, on_run)
     if done is not None:
         return done
     with open_host(spec, project.settings) as host:
         facts, short = _check_host(host, claim, allow_insufficient)
-        script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs[0])
-        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s,
+        script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs.data)
+        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
                       host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short)
 
 
-def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs, progress, poll_s, *,
+def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs: _RunInputs, progress,
+           poll_s, on_run, *,
            members: Mapping[str, Host] | None = None, **fields) -> Run:
     """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow."""
     paper = project.paper(claim.paper)
@@ -179,8 +190,8 @@ def _start(project, claim, store, run_id, host: Host, script: str, params, resum
                                                       for r in paper.repositories_for(claim)},
                        **fields, **manifest_fields(claim, params))
     _keep_inputs(run, inputs)
-    if inputs[2]:
-        inputs[2](run)
+    if on_run:
+        on_run(run)
     members = dict(members or {})
     try:
         hold(members, run_id, host.name)
