@@ -19,6 +19,7 @@ million files) takes stdout as a stream with ``on_stdout``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -333,6 +334,10 @@ class SshHost(Host):
                                   f"(hosts.yaml or ~/.ssh/config)?", host=self.name) from None
         transport = conn.client.get_transport()
         transport.set_keepalive(15)
+        if isinstance(transport.sock, socket.socket):  # not a jump host's channel or a proxy command
+            # as OpenSSH's client does: without it each new channel's small request waits for the
+            # server's delayed ACK of the last one (Nagle), ~40 ms per command
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._conn = conn
         return conn
 
@@ -354,19 +359,15 @@ class SshHost(Host):
         unanswered = threading.Event()
         try:
             chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
-            # paramiko waits for the answer to an exec request without a time limit
+
             def give_up():
                 unanswered.set()
                 chan.close()
-            timer = threading.Timer(limits.answer_timeout or 1e9, give_up)
-            timer.daemon = True
-            timer.start()
-            try:
+            # paramiko waits for the answer to an exec request without a time limit
+            with _WATCHDOG.armed(limits.answer_timeout, give_up):
                 # the login shell sshd starts has read the user's startup files once already; the bash
                 # it hands over to must not read them again (a pyenv or conda init costs ~0.1 s a time)
                 chan.exec_command("exec bash --norc --noprofile -c " + shlex.quote(command))
-            finally:
-                timer.cancel()
             chan.shutdown_write()
             _drain(chan, sink)
             code = chan.recv_exit_status()
@@ -429,6 +430,58 @@ class SshHost(Host):
                 self.close()
                 raise TestbedError(f"the connection broke off during an SFTP {op} ({exc})", host=self.name) from None
             raise
+
+
+class _Watchdog:
+    """One thread that runs an action when its deadline passes, for every command waiting on an answer.
+
+    (A `threading.Timer` per command started and joined a thread each time: 36 of them per fan-out
+    round.) ``armed(seconds, action)`` is a context: leaving it in time disarms the action.
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._due: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._next_id = 0
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def armed(self, seconds: float | None, action: Callable[[], None]):
+        if not seconds:
+            yield
+            return
+        with self._cond:
+            key = self._next_id = self._next_id + 1
+            self._due[key] = (time.monotonic() + seconds, action)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="reprobook-watchdog", daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._due.pop(key, None)
+
+    def _watch(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                late = [k for k, (when, _) in self._due.items() if when <= now]
+                actions = [self._due.pop(k)[1] for k in late]
+                if not actions:
+                    soonest = min((when for when, _ in self._due.values()), default=now + 60.0)
+                    self._cond.wait(soonest - now)
+                    continue
+            for action in actions:
+                try:
+                    action()
+                except Exception:  # noqa: BLE001 - closing a channel that is already gone; the waiter sees it
+                    pass
+
+
+_WATCHDOG = _Watchdog()
 
 
 class _Limits:
