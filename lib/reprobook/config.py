@@ -15,6 +15,8 @@ Environment variables override single settings:
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import re
@@ -339,6 +341,7 @@ class Claim:
     scales: Mapping[str, Any] = field(default_factory=dict)
     patches: tuple = ()
     deviations: tuple = ()
+    adaptations: tuple = ()    # parameter values set on hosts short of a soft requirement (reprobook.scales.adapt)
 
     @property
     def control_role(self) -> str:
@@ -647,6 +650,11 @@ def load_paper(path: Path) -> Paper:
             authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
             scales=_frozen(scales), patches=patches, deviations=deviations,
         )
+        if c.get("adapt"):
+            from .scales import parse_adaptations
+            claim = dataclasses.replace(claim, adaptations=parse_adaptations(
+                c["adapt"], claim.parameters, claim.roles, file=path, key=f"{where}.adapt"))
+            claims[c["id"]] = claim
         _check_roles(claim, c, path, where)
         _check_scales(claim, c, path, where)
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),

@@ -6,11 +6,13 @@ A claim may name a generator in its paper file::
       generator: pequin.configs          # registered with @generator("pequin.configs")
       options: {files: [experiment-configs/.../Pequin-TPCC-SQL-20wh.json]}
 
-Before a live run starts, `generate` calls it with the claim, its resolved parameters and the
-run's placement; each `RunInput` it returns is kept in the run's ``inputs/`` (with the diff
+Before a live run starts, once its hosts are surveyed, `generate` calls it with the claim, its
+resolved parameters (adapted to the hosts, see `reprobook.scales.adapt`), the run's placement and
+the facts probed on its hosts; each `RunInput` it returns is kept in the run's ``inputs/`` (with the diff
 against the authors' file it came from), recorded in the manifest with its sha256, and written
 on the host before the first step, where the steps read it as ``$RB_INPUTS/<name>``. The
-authors' files are never written. Different inputs make a different run.
+authors' files are never written. Generated inputs follow from the claim, parameters and
+placement (the run's id) and the hosts; inputs given by the caller make a different run.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _GENERATORS: dict[str, Generator] = {}
 
 
 def generator(name: str) -> Callable[[Generator], Generator]:
-    """Register ``fn(project, claim, params, placement, **options) -> list[RunInput]`` under ``name``."""
+    """Register ``fn(project, claim, params, placement, *, facts, **options) -> list[RunInput]`` under ``name``."""
     def register(fn: Generator) -> Generator:
         _GENERATORS[name] = fn
         return fn
@@ -62,13 +64,17 @@ def validate(raw: Mapping[str, Any] | None, *, file, key: str) -> Mapping[str, A
     return dict(raw)
 
 
-def generate(project, claim, params: Mapping, placement) -> list[RunInput]:
-    """The inputs of a live run of ``claim`` (none when the claim names no generator)."""
+def generate(project, claim, params: Mapping, placement, facts: Mapping[str, Mapping] | None = None) -> list[RunInput]:
+    """The inputs of a live run of ``claim`` (none when the claim names no generator).
+
+    ``facts`` (host -> the facts probed on it) are there when the hosts have been surveyed: a
+    generator may follow them (the login user, the CPUs to pin to)."""
     if not claim.inputs:
         return []
     _load_builtin()
     fn = _GENERATORS[claim.inputs["generator"]]
-    made = fn(project, claim, claim.resolve_params(params), placement, **dict(claim.inputs.get("options") or {}))
+    made = fn(project, claim, claim.resolve_params(params), placement, facts=facts,
+              **dict(claim.inputs.get("options") or {}))
     seen = set()
     for item in made:
         if item.name in seen:

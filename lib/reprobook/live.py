@@ -84,33 +84,37 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     paper = project.paper(claim.paper)
     env = param_env(claim, params)  # validates names and types before anything happens
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
-    if inputs is None and claim.inputs:   # generated here, for this placement and these parameters
-        from .inputs import generate
-        made = generate(project, claim, params, placement)
-        inputs, origins = {i.name: i.data for i in made}, {i.name: i for i in made}
-    else:
-        origins = {}
-    inputs = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
+    given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
     keyed = {k: env[k] for k in sorted(env)}
-    if inputs:
-        keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(inputs.items())}
+    if given:  # the caller's own files make another run; generated ones follow from what the id has
+        keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(given.items())}
     run_id = run_id_for(claim, placement.key(), keyed, nonce)
     store = RunStore(project.settings.runs_dir)
     with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
-        kept = _RunInputs(inputs, origins)
+        kept = _RunInputs(given, {}, generate=inputs is None and bool(claim.inputs))
         if not placement.single:
             return _perform_placed(project, claim, store, run_id, placement, paper, params, allow_insufficient,
                                    progress, poll_s, kept, on_run)
         return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
-                        kept, on_run)
+                        kept, on_run, placement)
 
 
 @dataclass(frozen=True)
 class _RunInputs:
-    """A live run's inputs (name -> bytes) and, for generated ones, the `reprobook.inputs.RunInput` they came from."""
+    """A live run's inputs (name -> bytes) and, for generated ones, the `reprobook.inputs.RunInput` they came from.
+
+    With ``generate`` the claim's generator makes them once the hosts are known (`made_for`)."""
 
     data: Mapping[str, bytes]
     origins: Mapping[str, object]
+    generate: bool = False
+
+    def made_for(self, project, claim, params, placement: Placement, facts: Mapping[str, Mapping]) -> "_RunInputs":
+        if not self.generate:
+            return self
+        from .inputs import generate
+        made = generate(project, claim, params, placement, facts)
+        return _RunInputs({i.name: i.data for i in made}, {i.name: i for i in made})
 
 
 def _keep_inputs(run: Run, kept: _RunInputs) -> None:
@@ -158,24 +162,43 @@ def _perform_placed(project, claim, store, run_id, placement: Placement, paper, 
     specs = {n: project.hosts.host(n) for n in placement.hosts}
     with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
         host = sv.hosts[placement.control]
+        facts = {n: f.as_dict() for n, f in sv.facts.items()}
+        params, adapted = _adapted(claim, params, facts, {n: placement.roles_of(n) for n in placement.hosts})
+        inputs = inputs.made_for(project, claim, params, placement, facts)
         script = build_script(paper, claim, specs[placement.control], params, Job(host, run_id).remote_dir,
                               placement=placement, members=specs, inputs=inputs.data)
         return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
                       members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
-                      hosts=sv.manifest(), host_facts={n: f.as_dict() for n, f in sv.facts.items()},
-                      requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
+                      hosts=sv.manifest(), host_facts=facts,
+                      requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines],
+                      **adapted)
 
 
 def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
-             inputs: _RunInputs, on_run) -> Run:
+             inputs: _RunInputs, on_run, placement: Placement) -> Run:
     resume, done = _resuming(store, run_id, on_run)
     if done is not None:
         return done
     with open_host(spec, project.settings) as host:
         facts, short = _check_host(host, claim, allow_insufficient)
+        params, adapted = _adapted(claim, params, {spec.name: facts.as_dict()})
+        inputs = inputs.made_for(project, claim, params, placement, {spec.name: facts.as_dict()})
         script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs.data)
         return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
-                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short)
+                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short, **adapted)
+
+
+def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
+             roles: Mapping[str, tuple[str, ...]] | None = None) -> tuple[dict, dict]:
+    """The parameters the run uses once its hosts' facts are known, and the manifest's ``adapted`` record."""
+    if not claim.adaptations:
+        return dict(params), {}
+    from .scales import adapt
+    used, made = adapt(claim.adaptations, params, facts, roles)
+    for record in made:
+        _say(f"adapted to the hosts: {record['why']} ({'; '.join(record['shortfalls'])}): "
+             + (record.get("not_made") or f"this run uses {record['set']}"))
+    return used, ({"adapted": made} if made else {})
 
 
 def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs: _RunInputs, progress,

@@ -408,7 +408,7 @@ from .inputs import RunInput, generator  # noqa: E402  (the registry imports thi
 
 @generator("pequin.configs")
 def run_configs(project, claim, params: Mapping[str, Any], placement, *, repository: str = "pequin-artifact",
-                parameter: str = "configs") -> list[RunInput]:
+                parameter: str = "configs", facts: Mapping | None = None) -> list[RunInput]:
     """The configs a live run of a Pequin claim runs: each authors' file named by the claim's ``parameter``
     (a path in ``repository``, at the paper's pinned commit), derived for the run's placement and parameters.
 
@@ -439,4 +439,164 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
         ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
         gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())})
         out.append(RunInput(Path(path).name, gen.text().encode(), source=str(ref), diff=gen.diff()))
+    return out
+
+
+# --------------------------------------------------------------------------- the harness on a cluster of ours
+
+SINGLE_THREADED = {"multi_threading": False, "mainThreadDispatching": False, "parallel_reads": False,
+                   "parallel_queries": False}
+"""``replication_protocol_settings`` that make a Pesto server process requests on one thread: the
+harness passes them as ``--indicus_multi_threading`` ``--indicus_mainThreadDispatching``
+``--indicus_parallel_reads`` and ``--pequin_parallel_queries`` (``lib/indicus_codebase.py``)."""
+HOST_FORMATS = {"server_host_format_str": "%s%.0s%.0s", "client_host_format_str": "client-%d-%d%.0s%.0s"}
+"""Host name formats that give the bare names (``us-east-1-0``, ``client-0-1``): the harness formats them
+with the experiment and project names too, which ``%.0s`` takes and prints as nothing."""
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    """How the artifact's harness runs one client setting on a cluster placed by reprobook.
+
+    ``root`` is one directory used on every host (the harness has one path per cluster): the
+    binaries (``bin-nfs``), the experiment directories, keys and data live under it; ``src_dir``
+    and ``output_dir`` are the control host's checkout and where it collects outputs.
+    ``pin_cores``: the pin lists are cut to the CPUs the smallest host has (0: no pinning).
+    """
+
+    user: str
+    root: str
+    src_dir: str
+    output_dir: str
+    servers: Sequence[str]
+    client_nodes: int
+    clients: int
+    processes_per_node: int
+    duration_s: int
+    ramp_s: int
+    load_s: int
+    keys: int
+    tables: int | None = None
+    server_port: int = 7087
+    pin_cores: int = 0
+    single_threaded: bool = False
+    labels: Mapping[str, Any] | None = None
+
+
+def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | None = None) -> GeneratedConfig:
+    """An authors' config made to run through their harness on ``run``'s cluster, at its sizes.
+
+    One shard on ``run.servers`` with no replication (``fault_tolerance`` 0), ``run.client_nodes``
+    client nodes per server, one client setting; the authors' paths (their CloudLab home, keys,
+    data, ``/mnt/extra``) moved under ``run.root``; bare host names (the cluster's, as the control
+    host's SSH config knows them); durations, table sizes and port from ``run``; the pin lists cut
+    to the hosts' CPUs; with ``single_threaded`` the server's request processing on one thread.
+    What is not about the cluster or the sizes stays the authors'.
+    """
+    base = generate(original, ExperimentParams(
+        project="local", experiment="local", user=run.user, local_output_dir=run.output_dir, src_dir=run.src_dir,
+        remote_bin_dir=f"{run.root}/bin-nfs", clients=(ClientSetting(run.clients, run.processes_per_node, 1),),
+        duration_s=run.duration_s, ramp_s=run.ramp_s, runs=1, labels=run.labels), name=name)
+    config, source = copy.deepcopy(dict(base.config)), base.source
+    groups = _groups(config, source)
+    if not run.servers:
+        raise ConfigError("the placement gives no server", file=source, key="server_names")
+    servers = list(run.servers)
+    in_series = "server_names" in groups[0]
+    config["server_names"] = [servers] if in_series else servers
+    first = (config["server_names"][0] if in_series else config["server_names"])[0]
+    region = re.sub(r"-[0-9]+$", "", first)
+    config["server_regions"] = [{region: servers}] if isinstance(config.get("server_regions"), list) else {region: servers}
+    latencies = config.get("region_rtt_latencies")
+    if isinstance(latencies, Mapping) and region not in latencies:
+        config["region_rtt_latencies"] = {**latencies, region: {region: 0}}
+    config["fault_tolerance"] = 0
+    for key in ("num_shards", "num_groups"):
+        if key in config:
+            config[key] = [1] * len(config[key]) if isinstance(config[key], list) else 1
+    config["client_nodes_per_server"] = run.client_nodes
+    config.update(HOST_FORMATS)
+    config["server_load_time"] = run.load_s
+    config["server_port"] = run.server_port
+    config.update({"num_experiment_runs": 1, "max_retries": 0, "server_emulate_wan": False,
+                   "base_remote_exp_directory": f"{run.root}/experiments", "base_mounted_fs_path": run.root,
+                   "remote_bin_directory_nfs_enabled": False})
+    config.pop("src_commit_hash", None)  # the harness would check that commit out in the control host's checkout
+    for key in ("benchmark_schema_file_path", "tpcc_data_file_path"):
+        if isinstance(config.get(key), str):
+            config[key] = f"{run.root}/data/{Path(config[key]).name}"
+    if "num_keys_per_table" in config or run.tables is not None:
+        config["num_keys_per_table"] = run.keys
+        if run.tables is not None:
+            config["num_tables"] = run.tables
+    if "client_num_keys" in config:
+        config["client_num_keys"] = run.keys
+    for key in ("pin_server_processes", "pin_client_processes"):
+        if isinstance(config.get(key), list):
+            config[key] = [c for c in config[key] if isinstance(c, int) and c < run.pin_cores]
+    settings = config.get("replication_protocol_settings")
+    for s in (settings if isinstance(settings, list) else [settings]):
+        if not isinstance(s, dict):
+            continue
+        if isinstance(s.get("key_path"), str):
+            s["key_path"] = f"{run.root}/keys/{Path(s['key_path']).name}"
+        if run.single_threaded:
+            s.update(SINGLE_THREADED)
+    _check_shape(config, groups, source)
+    return GeneratedConfig(name=base.name, source=source, original=base.original, config=config,
+                           changes=tuple(_changes(base.original, config)), warnings=base.warnings)
+
+
+@generator("pequin.cluster")
+def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, config: str,
+                    repository: str = "pequin-artifact", sweep: str = "clients", facts: Mapping | None = None,
+                    labels: Mapping[str, Any] | None = None) -> list[RunInput]:
+    """One config per point of the claim's ``sweep`` parameter (client counts), from the authors' ``config``,
+    for the harness on the run's placement (`for_cluster`): ``<stem>-c<clients>.json``.
+
+    The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
+    ``tables`` (optional), ``server_port``, ``single_threaded``; ``root`` and ``output_dir`` relative to the
+    control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
+    """
+    from . import artifacts
+    paper = project.paper(claim.paper)
+    repo = paper.repositories.get(repository)
+    if repo is None:
+        raise ConfigError(f"{claim.key}: inputs.options.repository names no repository of the paper: {repository!r}",
+                          file=paper.path)
+    workdir = project.hosts.host(placement.control).workdir.rstrip("/")
+    where = lambda p: p if str(p).startswith("/") else f"{workdir}/{p}"  # noqa: E731
+    facts = dict(facts or {})
+    members = [h for h in placement.hosts if h != placement.control] or list(placement.hosts)
+    cpus = [int(facts[h]["cpus"]) for h in members if facts.get(h, {}).get("cpus")]
+    users = {facts[h].get("user") for h in placement.hosts if facts.get(h, {}).get("user")}
+    if len(users) > 1:
+        raise ConfigError(f"{claim.key}: the harness logs in to every host as one user, but the hosts log in as "
+                          f"{', '.join(sorted(users))}; give them one user in hosts.yaml or ~/.ssh/config")
+    servers = list(placement.roles.get("server", ()))
+    client_hosts = list(placement.roles.get("client", ()))
+    if not servers or not client_hosts or len(client_hosts) % len(servers):
+        raise ConfigError(f"{claim.key}: the harness needs the same number of client hosts for each server "
+                          f"(here {len(servers)} server(s), {len(client_hosts)} client host(s))")
+    nodes = len(client_hosts) // len(servers)
+    expected = [f"client-{i}-{j}" for i in range(len(servers)) for j in range(nodes)]
+    if sorted(client_hosts) != sorted(expected):
+        raise ConfigError(f"{claim.key}: the harness names client hosts client-<server>-<node>: this placement "
+                          f"needs {', '.join(expected)}, not {', '.join(client_hosts)}")
+    ref = artifacts.ArtifactRef(repo.slug, repo.commit, config)
+    original = artifacts.resolve(ref, project.settings)
+    user = users.pop() if users else "root"
+    points = params[sweep]
+    out = []
+    for clients in ([points] if isinstance(points, int) else points):
+        run = ClusterRun(user=user, root=where(params["root"]),
+                         src_dir=where(params["src_dir"]), output_dir=where(params["output_dir"]),
+                         servers=servers, client_nodes=nodes, clients=int(clients),
+                         processes_per_node=int(params["processes_per_node"]), duration_s=int(params["duration_s"]),
+                         ramp_s=int(params["ramp_s"]), load_s=int(params["load_s"]), keys=int(params["keys"]),
+                         tables=int(params["tables"]) if params.get("tables") else None,
+                         server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
+                         single_threaded=bool(params.get("single_threaded")), labels=labels)
+        gen = for_cluster(original, run, name=f"{Path(config).stem}-c{int(clients)}.json")
+        out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff()))
     return out

@@ -106,11 +106,12 @@ echo "hostname=$(hostname 2>/dev/null || uname -n)"
 echo "kernel=$(uname -r)"
 echo "arch=$(uname -m)"
 echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+echo "user=$(id -un 2>/dev/null)"
 """.strip()
 
 
 def _parse_host(kv: Mapping[str, str]) -> dict:
-    return {k: kv.get(k, "") for k in ("hostname", "kernel", "arch", "cpu_model")}
+    return {k: kv.get(k, "") for k in ("hostname", "kernel", "arch", "cpu_model", "user")}
 
 
 def _int(text: str | None) -> int | None:

@@ -28,6 +28,36 @@ values. The patch is one generated setup step (first of the claim's own), which 
 file from git before editing it, so a workdir shared by runs at different scales never keeps
 another run's edit; it prints the diff into the job log.
 
+A fix the artifact needs to build or run here (a compiler newer than the authors', a bug that
+shows only on a small host) is a **recorded patch**: a unified diff kept in the project
+(``configs/patches/...``, a few lines of explanation above it), applied with ``git apply`` in the
+checkout by the same generated step, only when the run's parameters match its ``when``::
+
+    patches:
+      - diff: patches/pequin/gcc12-bitutil.patch
+        in: Pequin-Artifact
+        why: "GCC 12 defines _mm_cvtsi128_si16 itself; TurboPFor's own definition is renamed"
+      - diff: patches/pequin/threadpool-small-host.patch
+        in: Pequin-Artifact
+        when: {small_host: true}
+        why: "..."
+
+A patch already applied is left alone (nothing is rebuilt), one the run does not want is taken
+back, so runs with and without it can share a checkout.
+
+**Adaptations** say what a claim does on a host short of a soft requirement, instead of refusing
+it: the parameter values it sets, decided from the facts probed on the hosts of a role::
+
+    adapt:
+      - role: server
+        unless: {cores: 3}
+        set: {small_host: true}
+        why: "Pequin's thread pool starts no worker on fewer than 3 CPUs"
+
+`adapt` gives the parameters a run uses once the hosts are known, and the record of each
+adaptation made, which the manifest keeps (``adapted``); the deviations it brings follow from the
+parameters, as any other.
+
 **Deviations** are what a run does differently from the guide: a toolchain substituted (the
 host's Go for the pinned Go 1.16.4), or the patch above. A claim lists the conditional ones::
 
@@ -83,6 +113,46 @@ class SourcePatch:
 
     def parameters(self) -> list[str]:
         return list(dict.fromkeys(name for line in self.lines for name in template_names(line)))
+
+
+@dataclass(frozen=True)
+class RecordedPatch:
+    """A unified diff kept in the project, applied in checkout ``within`` when the run's parameters match ``when``."""
+
+    file: str
+    """Its path under ``configs/`` (``patches/pequin/gcc12-bitutil.patch``)."""
+    within: str
+    text: str
+    why: str
+    when: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.file.rsplit("/", 1)[-1]
+
+    @property
+    def diff(self) -> str:
+        """The diff alone, without the explanation above it."""
+        lines = self.text.splitlines(keepends=True)
+        start = next((i for i, line in enumerate(lines) if line.startswith(("diff --git ", "--- "))), 0)
+        return "".join(lines[start:])
+
+    def wanted(self, values: Mapping[str, Any]) -> bool:
+        return all(_same(values.get(k), v) for k, v in self.when.items())
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    """Parameter values ``set`` for a run whose hosts of ``role`` fall short of ``unless``, and why."""
+
+    unless: Requirements
+    set: Mapping[str, Any]
+    why: str
+    role: str = ""
+
+    def as_dict(self, hosts: Iterable[str], short: Iterable[str]) -> dict:
+        return {"set": dict(self.set), "why": self.why, "role": self.role or None,
+                "hosts": sorted(hosts), "shortfalls": list(short)}
 
 
 @dataclass(frozen=True)
@@ -158,11 +228,19 @@ def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: s
     return out
 
 
-def parse_patches(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, file, key: str) -> tuple[SourcePatch, ...]:
-    """A claim's ``patches:`` -> `SourcePatch` tuple; every ``{name}`` must be one of the claim's parameters."""
+def parse_patches(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, file,
+                  key: str) -> tuple[SourcePatch | RecordedPatch, ...]:
+    """A claim's ``patches:`` -> `SourcePatch` (template lines) and `RecordedPatch` (a diff file) tuple.
+
+    Every ``{name}`` and every ``when`` must name the claim's parameters; a diff file is read here
+    (relative to ``configs/``, the parent of the paper file's folder), so a missing one fails at load.
+    """
     known = set(parameters)
-    out = []
+    out: list[SourcePatch | RecordedPatch] = []
     for i, p in enumerate(raw or ()):
+        if "diff" in p:
+            out.append(_recorded(p, known, file=file, key=f"{key}[{i}]"))
+            continue
         for j, line in enumerate(p["lines"]):
             try:
                 names = template_names(line)
@@ -177,6 +255,75 @@ def parse_patches(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, f
                                       file=file, key=f"{key}[{i}].lines[{j}]")
         out.append(SourcePatch(p["file"], tuple(p["lines"])))
     return tuple(out)
+
+
+def _recorded(p: Mapping, known: set, *, file, key: str) -> RecordedPatch:
+    from pathlib import Path
+    for k in p.get("when") or {}:
+        if k not in known:
+            raise ConfigError(f"no parameter {k!r} in this claim (parameters: {', '.join(sorted(known))})",
+                              file=file, key=f"{key}.when.{k}")
+    path = Path(file).resolve().parent.parent / p["diff"]
+    try:
+        text = path.read_bytes().decode()  # as it is: a CR in a line is part of the diff
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"cannot read the recorded patch {p['diff']} ({why}); paths are under configs/",
+                          file=file, key=f"{key}.diff") from None
+    patch = RecordedPatch(p["diff"], p["in"], text, " ".join(str(p.get("why", "")).split()),
+                          MappingProxyType(dict(p.get("when") or {})))
+    if not patch.diff.strip() or "+++ " not in patch.diff:
+        raise ConfigError(f"{p['diff']} holds no unified diff (expected '--- a/…' and '+++ b/…' lines)",
+                          file=file, key=f"{key}.diff")
+    if _HEREDOC_END in patch.diff.splitlines():
+        raise ConfigError(f"{p['diff']} has a line {_HEREDOC_END!r}, which reprobook uses to ship it",
+                          file=file, key=f"{key}.diff")
+    return patch
+
+
+def parse_adaptations(raw: Iterable[Mapping] | None, parameters: Iterable[str], roles: Iterable[str], *, file,
+                      key: str) -> tuple[Adaptation, ...]:
+    """A claim's ``adapt:`` -> `Adaptation` tuple: ``unless`` a requirement, ``set`` the claim's parameters."""
+    known, roles = set(parameters), set(roles)
+    out = []
+    for i, a in enumerate(raw or ()):
+        where = f"{key}[{i}]"
+        for k in a.get("set") or {}:
+            if k not in known or k == "scale":
+                raise ConfigError(f"no parameter {k!r} in this claim to set (parameters: {', '.join(sorted(known))})",
+                                  file=file, key=f"{where}.set.{k}")
+        role = a.get("role", "")
+        if role and role not in roles:
+            raise ConfigError(f"no role {role!r} in this claim (roles: {', '.join(sorted(roles)) or 'none'})",
+                              file=file, key=f"{where}.role")
+        out.append(Adaptation(parse_requirements(a["unless"], file=file, key=f"{where}.unless"),
+                              MappingProxyType(dict(a["set"])), " ".join(a["why"].split()), role))
+    return tuple(out)
+
+
+def adapt(adaptations: Iterable[Adaptation], params: Mapping[str, Any], facts: Mapping[str, Mapping],
+          roles: Mapping[str, Iterable[str]] | None = None) -> tuple[dict[str, Any], list[dict]]:
+    """The parameters a run uses on hosts with ``facts`` (host -> facts), and a record of each adaptation made.
+
+    ``roles`` (host -> its roles) picks the hosts an adaptation with a role looks at; without roles
+    (one host), every host counts. A value the caller gave explicitly is kept: the adaptation is
+    then not made, and the record says so.
+    """
+    out, made = dict(params), []
+    for a in adaptations:
+        hosts = [h for h in facts if not a.role or roles is None or a.role in set(roles.get(h, ()))]
+        short = {h: shortfalls(facts[h], a.unless) for h in hosts}
+        short = {h: s for h, s in short.items() if s}
+        if not short:
+            continue
+        given = {k: params[k] for k in a.set if k in params and not _same(params[k], a.set[k])}
+        record = a.as_dict(short, [f"{h}: {line}" for h, lines in short.items() for line in lines])
+        if given:
+            record["not_made"] = f"kept the values given explicitly: {given}"
+        else:
+            out.update(a.set)
+        made.append(record)
+    return out, made
 
 
 def parse_deviations(raw: Iterable[Mapping] | None, parameters: Iterable[str], *, file,
@@ -249,6 +396,10 @@ def deviations_for(specs: Iterable[DeviationSpec], patches: Iterable[SourcePatch
     """The deviations of a run with ``values``: the declared ones whose ``when`` matches, then the patch."""
     out = [Deviation(d.kind, d.what) for d in specs
            if all(_same(values.get(k), v) for k, v in d.when.items())]
+    patches = tuple(patches)
+    out += [Deviation("patch", f"{p.why} (`{p.file}`)" if p.why else f"`{p.file}`", p.diff)
+            for p in patches if isinstance(p, RecordedPatch) and p.wanted(values)]
+    patches = tuple(p for p in patches if isinstance(p, SourcePatch))
     diff = patch_diff(patches, paper, values)
     if diff:
         changed = patch_edits(patches, paper, values)
@@ -307,22 +458,64 @@ def _shell_template(line: str) -> str:
     return "".join(parts) or "''"
 
 
-def patch_step(patches: Iterable[SourcePatch], paper: Mapping[str, Any]) -> dict | None:
+APPLY_FUNCTION = r"""rb_apply() {  # dir name wanted(1|0) < diff: the recorded patch applied (once) or taken back
+  local dir=$1 name=$2 want=$3 p
+  p=$(mktemp); cat > "$p"
+  if git -C "$dir" apply --reverse --check "$p" 2>/dev/null; then
+    if [ "$want" = 1 ]; then echo "patch $name: applied already"
+    else git -C "$dir" apply --reverse "$p" && echo "patch $name: taken back (this run does without it)"; fi
+  elif [ "$want" = 1 ]; then
+    if ! git -C "$dir" apply "$p"; then
+      echo "reprobook: the recorded patch $name does not apply in $dir: is the checkout at the claim's commit?" >&2
+      rm -f "$p"; return 4
+    fi
+    echo "patch $name: applied"; git -C "$dir" apply --stat "$p" 2>/dev/null | sed 's/^/  /'
+  else echo "patch $name: not wanted by this run"; fi
+  rm -f "$p"
+}"""
+_HEREDOC_END = "RB_RECORDED_PATCH_END"
+
+
+def _wanted_test(when: Mapping[str, Any]) -> str:
+    """A shell word that is 1 when the run's parameters match ``when`` (``RB_<NAME>`` as `param_env` spells them)."""
+    if not when:
+        return "1"
+    tests = " && ".join(f'[ "$(printf %s "${{RB_{k.upper()}}}" | tr A-Z a-z)" = {shlex.quote(_spell(v).lower())} ]'
+                        for k, v in when.items())
+    return f"$( {tests} && echo 1 || echo 0)"
+
+
+def patch_step(patches: Iterable[SourcePatch | RecordedPatch], paper: Mapping[str, Any]) -> dict | None:
     """The setup step that applies ``patches`` with the run's parameters (as ``Step`` fields), or None."""
     patches = tuple(patches)
     if not patches:
         return None
-    lines = [PATCH_FUNCTION]
-    for p in patches:
-        args = " ".join(f"{shlex.quote(fill(line, paper))} {_shell_template(line)}" for line in p.lines)
-        lines.append(f"rb_patch {shlex.quote(p.file)} {args}")
-    names = ", ".join(dict.fromkeys(n for p in patches for n in p.parameters()))
-    files = ", ".join(p.file for p in patches)
-    return {"name": f"set the source constants from the parameters ({names})",
+    templated = [p for p in patches if isinstance(p, SourcePatch)]
+    recorded = [p for p in patches if isinstance(p, RecordedPatch)]
+    lines, what, notes = [], [], []
+    if templated:
+        lines.append(PATCH_FUNCTION)
+        for p in templated:
+            args = " ".join(f"{shlex.quote(fill(line, paper))} {_shell_template(line)}" for line in p.lines)
+            lines.append(f"rb_patch {shlex.quote(p.file)} {args}")
+        names = ", ".join(dict.fromkeys(n for p in templated for n in p.parameters()))
+        files = ", ".join(p.file for p in templated)
+        what.append(f"set the source constants from the parameters ({names})")
+        notes.append(f"Each of {files} is restored as committed, then the lines that hold {names} are set to the "
+                     f"run's values (at the paper's scale they are left as they are). The diff is printed in the "
+                     f"log, and the run's manifest records it.")
+    if recorded:
+        lines.append(APPLY_FUNCTION)
+        for p in recorded:
+            lines.append(f"rb_apply {shlex.quote(p.within)} {shlex.quote(p.name)} {_wanted_test(p.when)} "
+                         f"<<'{_HEREDOC_END}'\n{p.diff.rstrip(chr(10))}\n{_HEREDOC_END}")
+        what.append(f"apply the recorded source fixes ({', '.join(p.name for p in recorded)})")
+        notes.append("Each recorded patch (a diff kept under configs/, shown among the deviations) is applied with "
+                     "git apply unless it is applied already; one a run does not want (its 'when' does not match) "
+                     "is taken back, so runs with and without it share the checkout.")
+    return {"name": "; ".join(what),
             "run": "\n".join(lines) + "\n",
-            "note": (f"Generated from the claim's patches: each of {files} is restored as committed, then the lines "
-                     f"that hold {names} are set to the run's values (at the paper's scale they are left as they "
-                     f"are). The diff is printed in the log, and the run's manifest records it."),
+            "note": "Generated from the claim's patches. " + " ".join(notes),
             "expected_minutes": 0.0}
 
 

@@ -218,3 +218,121 @@ def test_aardvark_declares_paper_and_rehearsal_scales_and_the_workload_patch(roo
     assert [bool(c.needs and c.needs.requires) for c in validator.checks] == [True, True, True]
     assert project.paper("aardvark").repositories["aardvark-prototype"].exclude == (
         "go-algorand/installer/external/node_exporter-stable-*.tar.gz",)
+
+
+# --------------------------------------------------------------------------- recorded patches and adaptations
+
+FIX = """Explanation: the constant's comment is made to say what it is (a test fix).
+
+diff --git a/perf.go b/perf.go
+--- a/perf.go
++++ b/perf.go
+@@ -1,4 +1,4 @@
+ package x
+ 
+-const startingAddrs = 1000000
++const startingAddrs = 1000000 // accounts
+ // const startingAddrs = 10
+"""
+SMALL = """Only on a small host.
+
+--- a/perf.go
++++ b/perf.go
+@@ -4,2 +4,3 @@
+ // const startingAddrs = 10
++// small host
+ \tconst txnsPerBlock = 10000\r
+"""
+
+
+def _recorded_paper(tmp_path: Path, *, adapt=None) -> object:
+    """The fixture paper with two recorded patches (one always, one when small_host), in configs/papers/."""
+    origin, commit, _ = _origin(tmp_path)
+    configs = tmp_path / "configs"
+    (configs / "patches" / "fx").mkdir(parents=True)
+    (configs / "patches" / "fx" / "comment.patch").write_text(FIX)
+    (configs / "patches" / "fx" / "small.patch").write_text(SMALL)
+    path = _paper(tmp_path, origin, commit, extra={
+        "parameters": {"accounts": {"default": 1000000, "help": "a"}, "txns": {"default": 10000, "help": "t"},
+                       "go": {"default": "pinned", "help": "g"}, "small_host": {"default": False, "help": "s"}},
+        "patches": [{"diff": "patches/fx/comment.patch", "in": "repo", "why": "a comment fixed"},
+                    {"diff": "patches/fx/small.patch", "in": "repo", "why": "for a small host",
+                     "when": {"small_host": True}}],
+        **({"adapt": adapt} if adapt else {})})
+    (configs / "papers").mkdir()
+    return load_paper(path.rename(configs / "papers" / path.name))
+
+
+def test_recorded_patches_apply_once_and_one_not_wanted_is_taken_back(tmp_path):
+    paper = _recorded_paper(tmp_path)
+    perf = tmp_path / "work" / "repo" / "perf.go"
+    out = _job(tmp_path, paper, {"small_host": True})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "patch comment.patch: applied" in out.stdout and "patch small.patch: applied" in out.stdout
+    assert "= 10\n// small host\n\tconst" in perf.read_text() and "1000000 // accounts" in perf.read_text()
+    mtime = perf.stat().st_mtime_ns
+    out = _job(tmp_path, paper, {"small_host": True}, run_dir="rd2")  # the same run's patches again: left alone
+    assert out.returncode == 0 and "patch small.patch: applied already" in out.stdout
+    assert perf.stat().st_mtime_ns == mtime
+    out = _job(tmp_path, paper, {}, run_dir="rd3")  # a run without the small-host fix shares the checkout
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "patch small.patch: taken back" in out.stdout and "patch comment.patch: applied already" in out.stdout
+    assert "// small host" not in perf.read_text() and "1000000 // accounts" in perf.read_text()
+
+
+def test_a_recorded_patch_that_does_not_apply_fails_the_step_naming_it(tmp_path):
+    paper = _recorded_paper(tmp_path)
+    (tmp_path / "configs" / "patches" / "fx" / "comment.patch").write_text(FIX.replace("1000000", "7"))
+    paper = load_paper(paper.path)
+    out = _job(tmp_path, paper, {})
+    assert out.returncode != 0
+    assert "the recorded patch comment.patch does not apply in repo" in out.stderr
+
+
+def test_recorded_patches_are_deviations_with_their_diff_when_wanted(tmp_path):
+    claim = _recorded_paper(tmp_path).claim("c")
+    always = [(d.kind, d.what) for d in claim.deviations_for({})]
+    assert always == [("patch", "a comment fixed (`patches/fx/comment.patch`)")]
+    devs = claim.deviations_for({"small_host": True})
+    assert [d.what for d in devs][1] == "for a small host (`patches/fx/small.patch`)"
+    assert devs[1].diff.startswith("--- a/perf.go") and "Only on a small host" not in devs[1].diff
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"diff": "patches/fx/none.patch"}, "claims[0].patches[0].diff", "cannot read the recorded patch"),
+    ({"when": {"tiny": True}}, "claims[0].patches[0].when.tiny", "no parameter 'tiny'"),
+])
+def test_a_bad_recorded_patch_is_a_config_error_naming_the_key(tmp_path, change, key, words):
+    paper = _recorded_paper(tmp_path)
+    data = yaml.safe_load(paper.path.read_text())
+    data["claims"][0]["patches"][0].update(change)
+    paper.path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(ConfigError) as err:
+        load_paper(paper.path)
+    assert err.value.key == key and words in err.value.message
+
+
+def test_an_adaptation_sets_parameters_for_hosts_short_of_its_requirement_and_says_so(tmp_path):
+    from reprobook.scales import adapt
+    claim = _recorded_paper(tmp_path, adapt=[{"unless": {"cores": 3}, "set": {"small_host": True},
+                                               "why": "the pool needs 3 CPUs"}]).claim("c")
+    used, made = adapt(claim.adaptations, {"txns": 5}, {"h": {"cpus": 2}})
+    assert used == {"txns": 5, "small_host": True}
+    assert made == [{"set": {"small_host": True}, "why": "the pool needs 3 CPUs", "role": None, "hosts": ["h"],
+                     "shortfalls": ["h: needs 3 cores (CPUs online), has 2"]}]
+    assert adapt(claim.adaptations, {}, {"h": {"cpus": 8}}) == ({}, [])
+    used, made = adapt(claim.adaptations, {"small_host": False}, {"h": {"cpus": 2}})
+    assert used == {"small_host": False} and "kept the values given explicitly" in made[0]["not_made"]
+    assert [d.kind for d in claim.deviations_for(adapt(claim.adaptations, {}, {"h": {"cpus": 2}})[0])] == \
+        ["patch", "patch"]
+
+
+def test_an_adaptation_with_a_role_looks_only_at_that_roles_hosts(tmp_path):
+    from reprobook.scales import Adaptation, adapt
+    from reprobook.requirements import parse_requirements
+    a = Adaptation(parse_requirements({"cores": 3}, file="f", key="k"), {"small_host": True}, "why", role="server")
+    facts = {"control": {"cpus": 1}, "s1": {"cpus": 8}}
+    roles = {"control": ("control",), "s1": ("server",)}
+    assert adapt([a], {}, facts, roles) == ({}, [])
+    used, made = adapt([a], {}, {**facts, "s2": {"cpus": 2}}, {**roles, "s2": ("server",)})
+    assert used == {"small_host": True} and made[0]["hosts"] == ["s2"]

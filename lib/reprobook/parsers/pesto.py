@@ -384,3 +384,99 @@ def mark_knees(frame: pd.DataFrame, *, by: list[str], order: str, x: str = "tput
             continue
         out.loc[curve.index[at], "knee"] = True
     return out
+
+
+# --------------------------------------------------------------------------- a benchmark client's own output
+
+_CLIENT_NOTICES = {
+    "completed": re.compile(rb"Completed (\d+) requests in ([0-9.]+) seconds"),
+    "median_ns": re.compile(rb"Median latency is (\d+) ns"),
+    "p90_ns": re.compile(rb"90th percentile latency is (\d+) ns"),
+    "p99_ns": re.compile(rb"99th percentile latency is (\d+) ns"),
+}
+_OP_LINE = re.compile(rb"^([A-Za-z_][\w-]*),(\d+),(\d+),(\d+)\r?$", re.M)
+_END_LINE = re.compile(rb"^#end,(\d+),(\d+)(?:,(\d+))?\r?$", re.M)
+CLIENT_COLUMNS = ["file", "committed", "duration_s", "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms",
+                  "reported_requests", "reported_s", "reported_p50_ms", "reported_p99_ms"]
+
+
+def read_client_output(path: str | Path) -> tuple[dict, pd.DataFrame]:
+    """One benchmark client's output (``store/benchmark/async/benchmark`` stdout, stderr merged or not).
+
+    The client prints a line ``<txn type>,<latency ns>,<end time ns>,<client id>`` for every
+    transaction that committed (the lines the artifact's ``eval_util.py`` counts), ``#end,<s>,<us>,<id>``
+    when its measured interval ends (its length), and on stderr ``Completed N requests in T seconds``
+    and its median, 90th and 99th percentile latencies (``Notice`` lines; N counts every request,
+    aborted ones too). Returns the summary (`CLIENT_COLUMNS`) and the committed transactions
+    (``type``, ``latency_ms``, ``end_ms``, ``client``).
+
+    The clients of this artifact may crash in their clean-up after printing all this (their
+    ``--stats_file`` then holds ``{}``): what is here is what they measured. A file with neither
+    transactions nor a ``Completed`` line is an `OutputError` naming the file.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise OutputError(f"cannot read the client's output ({exc}); was it fetched?", file=path) from exc
+    ops = _OP_LINE.findall(data)
+    txns = pd.DataFrame({"type": [o[0].decode() for o in ops],
+                         "latency_ms": np.array([int(o[1]) for o in ops], dtype=float) / 1e6,
+                         "end_ms": np.array([int(o[2]) for o in ops], dtype=float) / 1e6,
+                         "client": np.array([int(o[3]) for o in ops], dtype=int)})
+    notices = {k: rx.findall(data) for k, rx in _CLIENT_NOTICES.items()}
+    ends = _END_LINE.findall(data)
+    if not ops and not notices["completed"]:
+        raise OutputError("no committed transaction lines ('<type>,<latency ns>,<end ns>,<client id>') and no "
+                          "'Completed N requests in T seconds' line: the client did not get to measure "
+                          "(look at its stderr and at the servers' logs)", file=path)
+    duration = max((int(s) + int(us) / 1e6 for s, us, _ in ends), default=np.nan)
+    if not ends and notices["completed"]:
+        duration = float(notices["completed"][-1][1])
+    lat = txns["latency_ms"].to_numpy()
+    summary = {
+        "file": path.name, "committed": len(txns), "duration_s": duration,
+        "tput_tx_per_s": len(txns) / duration if duration and duration == duration else np.nan,
+        "latency_ms": float(lat.mean()) if len(lat) else np.nan,
+        "p50_ms": float(np.percentile(lat, 50)) if len(lat) else np.nan,
+        "p99_ms": float(np.percentile(lat, 99)) if len(lat) else np.nan,
+        "reported_requests": int(notices["completed"][-1][0]) if notices["completed"] else np.nan,
+        "reported_s": float(notices["completed"][-1][1]) if notices["completed"] else np.nan,
+        "reported_p50_ms": int(notices["median_ns"][-1]) / 1e6 if notices["median_ns"] else np.nan,
+        "reported_p99_ms": int(notices["p99_ns"][-1]) / 1e6 if notices["p99_ns"] else np.nan,
+    }
+    return summary, txns
+
+
+def read_clients(paths: Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Several clients of one setting: one summary row per client (`read_client_output`) and a last row
+    ``file == "all"``: throughput summed over the clients, latencies pooled (as ``eval_util.py`` pools
+    them), ``reported_*`` the clients' own figures summed (requests) or left out (percentiles)."""
+    rows, frames = [], []
+    for p in paths:
+        summary, txns = read_client_output(p)
+        rows.append(summary)
+        frames.append(txns.assign(file=Path(p).name))
+    if not rows:
+        raise OutputError("no client output files to read", file="<clients>")
+    per = pd.DataFrame(rows, columns=CLIENT_COLUMNS)
+    txns = pd.concat(frames, ignore_index=True)
+    lat = txns["latency_ms"].to_numpy()
+    total = {"file": "all", "committed": int(per["committed"].sum()), "duration_s": float(per["duration_s"].max()),
+             "tput_tx_per_s": float(per["tput_tx_per_s"].sum()),
+             "latency_ms": float(lat.mean()) if len(lat) else np.nan,
+             "p50_ms": float(np.percentile(lat, 50)) if len(lat) else np.nan,
+             "p99_ms": float(np.percentile(lat, 99)) if len(lat) else np.nan,
+             "reported_requests": per["reported_requests"].sum(min_count=1), "reported_s": per["reported_s"].max(),
+             "reported_p50_ms": np.nan, "reported_p99_ms": np.nan}
+    return pd.concat([per, pd.DataFrame([total], columns=CLIENT_COLUMNS)], ignore_index=True), txns
+
+
+def client_stats_state(path: str | Path) -> str:
+    """What a client's ``--stats_file`` holds: ``"empty"`` (``{}``: the client crashed in its clean-up, as this
+    artifact's clients do), ``"missing"``, or ``"written"``."""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    data = _load_object(path, "a JSON object")
+    return "written" if data else "empty"
