@@ -2,14 +2,15 @@
 # Install the system programs the integration and browser tests need:
 # a real OpenSSH server and client, rsync, Debian's chromium, git and a font,
 # libtirpc-dev, which the patched LMBench of the Ozz claim's live test builds against, and what the Aardvark
-# rehearsal builds from source with (cmake, g++, GMP, autotools for libsodium, numactl for the guide's pinning).
+# rehearsal builds from source with (cmake, g++, GMP, autotools for libsodium, numactl for the guide's pinning),
+# and Debian's numpy and gnuplot for the Pequin harness (run_multiple_experiments.py, tested with stand-in binaries).
 # Idempotent: when everything is already there it only makes sure /run/sshd
 # exists (sshd refuses to start as root without it; /run is a tmpfs, so it
 # vanishes at every boot) and returns at once.
 set -euo pipefail
 
 packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core libtirpc-dev
-          cmake g++ make libgmp-dev autoconf automake libtool numactl)
+          cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox)
 
 if [ "$(id -u)" -eq 0 ]; then
     as_root=()
@@ -23,15 +24,16 @@ missing=()
 for f in /usr/sbin/sshd /usr/bin/chromium; do
     [ -x "$f" ] || missing+=("$f")
 done
-for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl; do
+for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=("DejaVuSans.ttf")
 [ -f /usr/include/tirpc/rpc/rpc.h ] || missing+=("tirpc/rpc/rpc.h")
 [ -f /usr/include/gmp.h ] || [ -f /usr/include/x86_64-linux-gnu/gmp.h ] || missing+=("gmp.h")
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=("python3-numpy")
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools present)"
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot present)"
 else
     if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
         echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2

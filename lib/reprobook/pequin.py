@@ -534,13 +534,15 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     for key in ("pin_server_processes", "pin_client_processes"):
         if isinstance(config.get(key), list):
             config[key] = [c for c in config[key] if isinstance(c, int) and c < run.pin_cores]
+    protocols = config.get("replication_protocol")
+    threaded = set(protocols if isinstance(protocols, list) else [protocols]) & {"pequin", "indicus"}
     settings = config.get("replication_protocol_settings")
     for s in (settings if isinstance(settings, list) else [settings]):
         if not isinstance(s, dict):
             continue
         if isinstance(s.get("key_path"), str):
             s["key_path"] = f"{run.root}/keys/{Path(s['key_path']).name}"
-        if run.single_threaded:
+        if run.single_threaded and threaded:  # Pesto's and Basil's request threads; TAPIR has no such settings
             s.update(SINGLE_THREADED)
     _check_shape(config, groups, source)
     return GeneratedConfig(name=base.name, source=source, original=base.original, config=config,
@@ -555,7 +557,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     for the harness on the run's placement (`for_cluster`): ``<stem>-c<clients>.json``.
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
-    ``tables`` (optional), ``server_port``, ``single_threaded``; ``root`` and ``output_dir`` relative to the
+    ``tables`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
     control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
     """
     from . import artifacts
@@ -596,7 +598,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          ramp_s=int(params["ramp_s"]), load_s=int(params["load_s"]), keys=int(params["keys"]),
                          tables=int(params["tables"]) if params.get("tables") else None,
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
-                         single_threaded=bool(params.get("single_threaded")), labels=labels)
+                         single_threaded=bool(params.get("small_host")), labels=labels)
         gen = for_cluster(original, run, name=f"{Path(config).stem}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff()))
     return out

@@ -224,7 +224,8 @@ def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: s
             if p == "scale" or p not in known:
                 raise ConfigError(f"no parameter {p!r} in this claim (parameters: {', '.join(sorted(known)) or 'none'})",
                                   file=file, key=f"{key}.{name}.values.{p}")
-        out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(dict(s.get("values") or {})))
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in (s.get("values") or {}).items()}  # sweep axes
+        out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(values))
     return out
 
 

@@ -237,3 +237,100 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
     original = subprocess.run(["git", "-C", str(GIT), "show", f"{COMMIT}:experiment-configs/Pesto/1-Workloads/TPCC/LAN/"
                                "Pequin-TPCC-SQL-20wh.json"], capture_output=True, text=True, check=True).stdout
     assert json.loads(original)["emulab_user"] != "alice"
+
+
+# --------------------------------------------------------------------------- the harness on a cluster of ours
+
+def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: dict | None = None,
+                    clients=("client-0-0", "client-0-1")):
+    from reprobook.config import load_project
+    from reprobook.inputs import generate as generate_inputs
+    from reprobook.placement import Placement
+    if not GIT.is_dir():
+        pytest.skip("no local mirror of fsuri/Pequin-Artifact")
+    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT.parent.parent.parent}/github.com/")
+    monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "no-mirror"))
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    project = load_project(ROOT)
+    claim = project.claim(claim_id)
+    placement = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": tuple(clients)}, "control")
+    made = generate_inputs(project, claim, {"scale": "rehearsal", **(params or {})}, placement, facts)
+    return project, claim, {m.name: json.loads(m.data) for m in made}, made
+
+
+def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, monkeypatch):
+    facts = {h: {"cpus": 2, "user": "evaluator"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-pesto", facts,
+                                                    {"small_host": True})
+    assert sorted(configs) == ["Uniform-Eager-c2.json", "Uniform-Eager-c4.json"]
+    c = configs["Uniform-Eager-c4.json"]
+    workdir = project.hosts.host("local").workdir.rstrip("/")
+    # the placement: one unreplicated shard, the client nodes, the bare names the control host's SSH knows
+    assert c["server_names"] == [["us-east-1-0"]] and c["server_regions"] == [{"us-east-1": ["us-east-1-0"]}]
+    assert (c["fault_tolerance"], c["num_shards"], c["num_groups"], c["client_nodes_per_server"]) == (0, [1], [1], 2)
+    assert c["server_host_format_str"] % ("us-east-1-0", "x", "y") == "us-east-1-0"
+    assert c["client_host_format_str"] % (0, 1, "x", "y") == "client-0-1"
+    assert c["emulab_user"] == "evaluator"  # the hosts' login user, from their facts
+    # the authors' paths moved under one directory of ours
+    assert c["base_remote_bin_directory_nfs"] == f"{workdir}/pequin/bin-nfs"
+    assert c["base_local_exp_directory"] == f"{workdir}/pequin/output"
+    assert c["src_directory"] == f"{workdir}/Pequin-Artifact/src"
+    assert c["benchmark_schema_file_path"] == f"{workdir}/pequin/data/rw-sql.json"
+    assert c["replication_protocol_settings"][0]["key_path"] == f"{workdir}/pequin/keys/donna"
+    text = json.dumps(c)
+    assert "/users/fs435" not in text and "/mnt/extra" not in text and "floriansuri" not in text
+    # the rehearsal's sizes and times, one client setting, one run, no retries
+    assert (c["num_tables"], c["num_keys_per_table"]) == (1, 1000)
+    assert (c["client_experiment_length"], c["client_ramp_up"], c["client_ramp_down"], c["server_load_time"]) == \
+        (10, 2, 2, 2)
+    assert c["client_total"] == [[4]] and c["client_processes_per_client_node"] == [[2]]
+    assert (c["num_experiment_runs"], c["max_retries"]) == (1, 0)
+    # pinning follows the hosts' CPUs; the small host's one request thread
+    assert c["pin_server_processes"] == [0, 1] and c["pin_client_processes"] == [0, 1]
+    assert {k: c["replication_protocol_settings"][0][k] for k in
+            ("multi_threading", "mainThreadDispatching", "parallel_reads", "parallel_queries")} == \
+        dict.fromkeys(("multi_threading", "mainThreadDispatching", "parallel_reads", "parallel_queries"), False)
+    # the labels the loader reads, and the diff against the authors' file
+    assert c["_reprobook_labels"]["system"] == "Pesto"
+    assert '-  "emulab_user": "fs435",' in made[1].diff and '+  "fault_tolerance": 0,' in made[1].diff
+
+
+def test_on_a_big_host_pins_keep_the_authors_cores_and_requests_stay_multi_threaded(tmp_path, monkeypatch):
+    facts = {h: {"cpus": 16, "user": "root"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
+    _, _, configs, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-pesto", facts)
+    c = configs["Uniform-Eager-c2.json"]
+    assert c["pin_server_processes"] == list(range(8))
+    assert "multi_threading" not in c["replication_protocol_settings"][0] or \
+        c["replication_protocol_settings"][0]["multi_threading"] is not False
+    _, _, tapir, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-tapir", facts, {"small_host": True})
+    t = tapir["Tapir-Retwis-c2.json"]
+    assert t["client_num_keys"] == 1000 and t["replication_protocol"] == ["tapir"]
+    assert "multi_threading" not in json.dumps(t["replication_protocol_settings"])  # TAPIR has no such threads
+
+
+@pytest.mark.parametrize("clients, facts, words", [
+    (("client-0-0", "client-1-0"), {}, "needs client-0-0, client-0-1, not client-0-0, client-1-0"),
+    (("client-0-0",), {"local": {"user": "a"}, "us-east-1-0": {"user": "b"}}, "logs in to every host as one user"),
+])
+def test_a_placement_the_harness_cannot_name_is_refused_before_anything_starts(tmp_path, monkeypatch, clients,
+                                                                              facts, words):
+    with pytest.raises(ConfigError, match=words):
+        _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-tapir", facts, clients=clients)
+
+
+def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_path, monkeypatch):
+    """The adaptation is decided from the server's facts only (a small control host does not matter)."""
+    from reprobook.config import load_project
+    from reprobook.scales import adapt
+    claim = load_project(ROOT).claim("pesto/rehearsal-pesto")
+    roles = {"control": ("control",), "us-east-1-0": ("server",), "client-0-0": ("client",)}
+    small_server = {"control": {"cpus": 16}, "us-east-1-0": {"cpus": 2}, "client-0-0": {"cpus": 16}}
+    used, made = adapt(claim.adaptations, {"scale": "rehearsal"}, small_server, roles)
+    assert used["small_host"] is True and made[0]["hosts"] == ["us-east-1-0"]
+    assert "needs 3 cores (CPUs online), has 2" in made[0]["shortfalls"][0]
+    devs = claim.deviations_for(used)
+    assert [d.kind for d in devs].count("small host") == 1
+    assert any("threadpool-small-host.patch" in d.what and "threadpool.cc" in d.diff for d in devs)
+    small_control = {**small_server, "control": {"cpus": 1}, "us-east-1-0": {"cpus": 8}}
+    assert adapt(claim.adaptations, {}, small_control, roles) == ({}, [])
+    assert not any(d.kind == "small host" for d in claim.deviations_for({}))

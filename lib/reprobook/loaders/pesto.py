@@ -128,6 +128,60 @@ def basil(outputs) -> pd.DataFrame:
     return out
 
 
+REHEARSAL_COLUMNS = ["source", "system", "workload", "client_total", "clients", "client_processes", "committed",
+                     "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "client_stats", "directory"]
+
+
+@loader("pesto.rehearsal")
+def rehearsal(outputs) -> pd.DataFrame:
+    """A rehearsal through the authors' harness: two rows per client setting, one per way of reading it.
+
+    ``source`` ``harness``: the harness's own ``out/stats.json`` (``run_stats.combined``). ``source``
+    ``clients``: the clients' own outputs (``out/client-*/client-*-stdout-<run>.log`` and their
+    stderr), read by `reprobook.parsers.pesto.read_clients`: committed transactions over each
+    client's measured time, summed, and the latencies pooled. ``client_stats`` says what the
+    clients' ``--stats_file`` JSONs hold (``empty``: ``{}``, as when the clients crash in their
+    clean-up; ``written``; ``missing``). On a cluster that shares one file system (a loopback
+    testbed) every client directory receives every client's files: each file counts once.
+
+    Columns: :data:`REHEARSAL_COLUMNS`.
+    """
+    settings = _settings(outputs, _pesto_labels)
+    rows = []
+    for _, s in settings.iterrows():
+        point = Path(s["experiment_dir"]) / s["directory"]
+        base = {"system": s.get("system"), "workload": s.get("workload"), "client_total": s["client_total"],
+                "clients": s["clients"], "directory": s["directory"]}
+        stdout = _unique(point.glob("out/client-*/client-*-stdout-*.log"))
+        if not stdout:
+            raise OutputError("no client output (out/client-*/client-*-stdout-<run>.log) beside the harness's "
+                              "stats.json; were the client directories fetched?", file=point / "out")
+        stderr = {p.name.replace("-stderr-", "-stdout-"): p for p in _unique(point.glob("out/client-*/client-*-stderr-*.log"))}
+        clients, _ = parse.read_clients([(p, stderr.get(p.name)) for p in stdout])
+        total = clients.iloc[-1]
+        states = sorted({parse.client_stats_state(p) for p in _unique(point.glob("out/client-*/client-*-stats-*.json"))})
+        stats_state = ", ".join(states) or "missing"
+        rows.append({**base, "source": "harness", "committed": math.nan, "client_processes": len(stdout),
+                     "tput_tx_per_s": s["tput_tx_per_s"], "latency_ms": s["latency_ms"], "p50_ms": s["p50_ms"],
+                     "p99_ms": s["p99_ms"], "client_stats": stats_state})
+        rows.append({**base, "source": "clients", "committed": int(total["committed"]),
+                     "client_processes": len(stdout), "tput_tx_per_s": total["tput_tx_per_s"],
+                     "latency_ms": total["latency_ms"], "p50_ms": total["p50_ms"], "p99_ms": total["p99_ms"],
+                     "client_stats": stats_state})
+    out = pd.DataFrame(rows).reindex(columns=REHEARSAL_COLUMNS)
+    out = out.sort_values(["client_total", "source"], kind="stable").reset_index(drop=True)
+    out.attrs = dict(settings.attrs)
+    return out
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    """One path per file name (a shared file system gives every client directory every client's files)."""
+    seen: dict[str, Path] = {}
+    for p in sorted(paths):
+        seen.setdefault(p.name, p)
+    return sorted(seen.values(), key=lambda p: p.name)
+
+
 # --------------------------------------------------------------------------- reading and labelling
 
 def _settings(outputs, label) -> pd.DataFrame:

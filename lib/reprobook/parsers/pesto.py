@@ -400,7 +400,7 @@ CLIENT_COLUMNS = ["file", "committed", "duration_s", "tput_tx_per_s", "latency_m
                   "reported_requests", "reported_s", "reported_p50_ms", "reported_p99_ms"]
 
 
-def read_client_output(path: str | Path) -> tuple[dict, pd.DataFrame]:
+def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
     """One benchmark client's output (``store/benchmark/async/benchmark`` stdout, stderr merged or not).
 
     The client prints a line ``<txn type>,<latency ns>,<end time ns>,<client id>`` for every
@@ -408,7 +408,8 @@ def read_client_output(path: str | Path) -> tuple[dict, pd.DataFrame]:
     when its measured interval ends (its length), and on stderr ``Completed N requests in T seconds``
     and its median, 90th and 99th percentile latencies (``Notice`` lines; N counts every request,
     aborted ones too). Returns the summary (`CLIENT_COLUMNS`) and the committed transactions
-    (``type``, ``latency_ms``, ``end_ms``, ``client``).
+    (``type``, ``latency_ms``, ``end_ms``, ``client``). ``stderr``: the client's stderr, where the
+    harness keeps it apart (``client-<i>-<j>-<k>-stderr-<run>.log``).
 
     The clients of this artifact may crash in their clean-up after printing all this (their
     ``--stats_file`` then holds ``{}``): what is here is what they measured. A file with neither
@@ -416,9 +417,10 @@ def read_client_output(path: str | Path) -> tuple[dict, pd.DataFrame]:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() + (b"\n" + Path(stderr).read_bytes() if stderr else b"")
     except OSError as exc:
-        raise OutputError(f"cannot read the client's output ({exc}); was it fetched?", file=path) from exc
+        raise OutputError(f"cannot read the client's output ({exc}); was it fetched?",
+                          file=getattr(exc, "filename", None) or path) from exc
     ops = _OP_LINE.findall(data)
     txns = pd.DataFrame({"type": [o[0].decode() for o in ops],
                          "latency_ms": np.array([int(o[1]) for o in ops], dtype=float) / 1e6,
@@ -448,13 +450,15 @@ def read_client_output(path: str | Path) -> tuple[dict, pd.DataFrame]:
     return summary, txns
 
 
-def read_clients(paths: Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def read_clients(paths: Iterable[str | Path | tuple]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Several clients of one setting: one summary row per client (`read_client_output`) and a last row
     ``file == "all"``: throughput summed over the clients, latencies pooled (as ``eval_util.py`` pools
-    them), ``reported_*`` the clients' own figures summed (requests) or left out (percentiles)."""
+    them), ``reported_*`` the clients' own figures summed (requests) or left out (percentiles). A path
+    may be a pair (stdout, stderr)."""
     rows, frames = [], []
-    for p in paths:
-        summary, txns = read_client_output(p)
+    for item in paths:
+        p, err = item if isinstance(item, tuple) else (item, None)
+        summary, txns = read_client_output(p, err)
         rows.append(summary)
         frames.append(txns.assign(file=Path(p).name))
     if not rows:

@@ -1,0 +1,178 @@
+"""The authors' harness for Pesto and TAPIR, unchanged, on a loopback cluster of four real sshd hosts.
+
+The rehearsal claims of the Pesto chapter (``pesto/rehearsal-tapir``, ``pesto/rehearsal-pesto``) are
+taken from the project's own paper file, with one change: instead of the 45-minute build, their
+setup puts STAND-IN binaries in place (`tests.support.pequin_harness`, a fixture: paced no-op
+clients in the real output format). Everything else is real: the Pequin checkout from the local git
+mirror with the recorded source fixes applied, the adaptation to this 2-CPU machine (the
+thread-pool fix, single-threaded Pesto), the configs generated from the authors' Tapir-Retwis.json
+and Uniform-Eager.json for the placement, the ship step, the harness ``run_multiple_experiments.py``
+on the control host reaching ``us-east-1-0``, ``client-0-0`` and ``client-0-1`` over SSH through the
+control host's SSH configuration (host keys checked), the fetch, the loader reading both the
+harness's ``stats.json`` and the clients' own outputs, and the verdict.
+
+The real build and the real binaries run in ``make live-pesto`` (README, "Rehearsals").
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+import yaml
+
+from reprobook.config import load_project
+from reprobook.live import perform
+from reprobook.loaders import load
+from reprobook.runs import RunStore
+from reprobook.sources import from_run
+from tests.integration.conftest import GIT_MIRROR, ROOT, _wait_for, unavailable
+from tests.support import pequin_harness as standin
+
+pytestmark = pytest.mark.ssh
+PEQUIN = GIT_MIRROR / "fsuri" / "Pequin-Artifact"
+FAST = {"scale": "rehearsal", "duration_s": 6, "ramp_s": 1, "load_s": 1}
+
+
+def standin_paper(src: str, root: str) -> dict:
+    """The project's rehearsal claims with the stand-in setup (keys only; the ship step is the real one)."""
+    real = yaml.safe_load((ROOT / "configs" / "papers" / "pesto.yaml").read_text())
+    claims = [c for c in real["claims"] if c["id"] in ("rehearsal-tapir", "rehearsal-pesto")]
+    for c in claims:
+        ship = next(s for s in c["setup"] if s["name"].startswith("ship "))
+        c["setup"] = [{"name": "STAND-IN: key files where the configs name them (the real claim makes them with "
+                               "create_key)",
+                       "run": 'mkdir -p "$RB_ROOT/keys/donna" && touch "$RB_ROOT/keys/donna/0.pub"'}, ship]
+        c["parameters"] = {**c["parameters"], "src_dir": {"default": src, "help": "the stand-in src"},
+                           "root": {"default": root, "help": "one directory on every host"},
+                           "output_dir": {"default": f"{root}/output", "help": "outputs"}}
+        c["outputs"] = {"runs": {"path": f"{root}/output", "glob": "*", "description": "the harness's outputs"}}
+    tables = [t for t in real["published_tables"] if t["id"] == "snapshot-curves"]
+    return {"paper": {**real["paper"], "id": "standin", "title": "Pesto (stand-in binaries)"},
+            "repositories": real["repositories"], "published_tables": tables, "claims": claims}
+
+
+@pytest.fixture
+def cluster(tmp_path, bed, monkeypatch):
+    if not PEQUIN.is_dir():
+        unavailable(f"the git mirror {PEQUIN} is absent")
+    if not shutil.which("rsync") or not shutil.which("scp"):
+        unavailable("rsync and scp are needed (.ci/install-system-deps.sh installs them)")
+    # the harness runs `sudo rm -rf /dev/shm/*` and the like on its hosts: here sudo is a no-op
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "sudo").write_text('#!/bin/sh\necho "(test host: sudo $* skipped)" >&2\n')
+    (shims / "sudo").chmod(0o755)
+    path = f"{shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    for name, addr in standin.HOSTS.items():
+        bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"])
+    root = tmp_path / "pequin"
+    src = standin.standin_src(tmp_path / "standin-src")
+    proj = tmp_path / "project"
+    (proj / "configs" / "papers").mkdir(parents=True)
+    shutil.copytree(ROOT / "configs" / "patches", proj / "configs" / "patches")
+    (proj / "configs" / "papers" / "standin.yaml").write_text(
+        yaml.safe_dump(standin_paper(str(src), str(root)), sort_keys=False))
+    hosts = {"hosts": {n: {"ssh": n, "workdir": str(tmp_path / "work" / n)} for n in standin.HOSTS},
+             "clusters": {"rehearsal": {"roles": {"control": ["control"], "server": ["us-east-1-0"],
+                                                  "client": ["client-0-0", "client-0-1"]}}}}
+    hosts["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{GIT_MIRROR}/"}
+    hosts["hosts"]["control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
+    (proj / "configs" / "hosts.yaml").write_text(yaml.safe_dump(hosts))
+    monkeypatch.setenv("REPROBOOK_ROOT", str(proj))
+    monkeypatch.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT_MIRROR}/")  # the authors' configs, from git
+    monkeypatch.delenv("REPROBOOK_HOSTS", raising=False)
+    return proj
+
+
+def _generated(run, name: str) -> dict:
+    return json.loads((run.path / "inputs" / name).read_text())
+
+
+def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
+    project = load_project(cluster)
+    claim = project.claim("standin/rehearsal-pesto")
+    run = perform(project, claim, "rehearsal", FAST, progress=False, poll_s=0.5)
+    assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
+    m = run.manifest
+    # adapted to this machine: fewer than 3 CPUs on the server, so the thread-pool fix and one request thread
+    assert m["adapted"][0]["set"] == {"small_host": True} and m["adapted"][0]["hosts"] == ["us-east-1-0"]
+    assert m["parameters"]["small_host"] is True and m["scale"] == "rehearsal"
+    assert any(d["kind"] == "small host" and d["what"].startswith("adapted to a server with fewer than 3 CPUs")
+               for d in m["deviations"])
+    assert any("threadpool-small-host.patch" in d["what"] and d["diff"] for d in m["deviations"])
+    log = (run.path / "log.txt").read_text()
+    assert "patch threadpool-small-host.patch: applied" in log and "patch gcc12-bitutil.patch: applied" in log
+    # the generated config: the placement's names, paths under the root, one thread, pins cut to the CPUs
+    config = _generated(run, "Uniform-Eager-c2.json")
+    assert config["server_names"] == [["us-east-1-0"]] and config["client_nodes_per_server"] == 2
+    assert config["server_host_format_str"] == "%s%.0s%.0s" and config["fault_tolerance"] == 0
+    settings = config["replication_protocol_settings"][0]
+    assert settings["multi_threading"] is False and settings["parallel_queries"] is False
+    assert settings["key_path"].endswith("/pequin/keys/donna") and config["pin_server_processes"] == [0, 1]
+    assert config["num_tables"] == 1 and config["num_keys_per_table"] == 1000
+    assert "/users/fs435" not in json.dumps(config) and "/mnt/extra" not in json.dumps(config)
+    assert (run.path / "inputs" / "Uniform-Eager-c2.json.diff").read_text().startswith("---")
+    # what the harness wrote, read two ways: its stats.json, and the clients' own outputs
+    verdict, data = claim_verdict(claim, run)
+    assert sorted(set(data["client_total"])) == [2, 4] and set(data["source"]) == {"harness", "clients"}
+    assert (data["tput_tx_per_s"] > 0).all() and set(data["client_stats"]) == {"empty"}
+    assert verdict[:2] == ["holds", "holds"], verdict
+    assert verdict[2] == "inconclusive"  # the guide's U Ideal point needs the paper's scale and 8 cores
+
+
+def claim_verdict(claim, run) -> tuple[list[str], object]:
+    """Each check's verdict on the run's outputs, as the claim's page judges them, and the measured table."""
+    from reprobook.api import check
+    outputs = from_run(claim, run)
+    data = load(claim, outputs)
+    return [r.verdict.value for r in check(claim, data, outputs).checks], data
+
+
+def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(cluster, bed):
+    project = load_project(cluster)
+    claim = project.claim("standin/rehearsal-tapir")
+    params = {**FAST, "clients": [2, 4, 3]}
+    code = ("from reprobook.config import load_project\nfrom reprobook.live import perform\n"
+            "p = load_project(); c = p.claim('standin/rehearsal-tapir')\n"
+            f"perform(p, c, 'rehearsal', {params!r}, progress=False, poll_s=0.3)\n")
+    follower = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    store = RunStore(project.settings.runs_dir)
+    run = _wait_for(lambda: next((r for r in store.runs() if r.status == "running"), None), timeout=120,
+                    what="a running run")
+    steps = project.hosts.host("control").workdir + f"/.reprobook/runs/{run.id}/steps"
+    from pathlib import Path
+    steps = Path(steps)
+    _wait_for(lambda: steps.is_dir() and len(list(steps.glob("*-*.done"))) >= 1, timeout=240,
+              what="the first point done")
+    # the second point is under way: the reprobook client goes, a client host's sshd restarts, the harness dies
+    follower.kill()
+    follower.wait(timeout=30)
+    bed.servers["client-0-1"].restart()
+    _wait_for(lambda: subprocess.run(["pkill", "-f", "run_multiple_experiments.py"]).returncode == 0, timeout=60,
+              what="the harness to kill")
+    first = sorted(p.name for p in steps.glob("*-*.done"))
+    threading.Event().wait(1.0)
+    run = perform(project, claim, "rehearsal", params, progress=False, poll_s=0.5)
+    if run.status != "succeeded":  # the cut job may have been found still running: follow it to its end
+        run = perform(project, claim, "rehearsal", params, progress=False, poll_s=0.5)
+    assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
+    log = (run.path / "log.txt").read_text()
+    assert "[skipped: done in an earlier attempt]" in log
+    assert len(first) >= 1 and all((steps / name).exists() for name in first)
+    verdict, data = claim_verdict(claim, run)
+    assert sorted(set(data["client_total"])) == [2, 3, 4], data
+    # each point's stats once: the finished one was not run again
+    assert data.groupby(["client_total", "source"]).size().max() == 1
+    assert verdict == ["holds", "holds"], verdict
+    # TAPIR's config has no Pesto thread settings, even on a small host
+    config = _generated(run, "Tapir-Retwis-c2.json")
+    assert "multi_threading" not in json.dumps(config["replication_protocol_settings"])
+    assert config["client_num_keys"] == 1000 and config["client_experiment_length"] == 6
