@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup system-deps book test bench clean lab
+.PHONY: setup system-deps book test bench clean lab live-pesto
 
 setup: $(VENV)/.installed
 
@@ -23,6 +23,11 @@ book: setup
 
 test: setup system-deps
 	$(BIN)/pytest
+
+# Opt-in, not part of `make test`: Pequin built from source (about 45 minutes on two cores the first time, minutes
+# after) and the Pesto and TAPIR rehearsals run through the authors' harness on four loopback sshd hosts (needs root).
+live-pesto: setup system-deps
+	REPROBOOK_LIVE_PESTO=1 $(BIN)/pytest -s tests/live/test_pesto_live.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks
