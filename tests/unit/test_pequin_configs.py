@@ -205,19 +205,24 @@ def test_a_generated_configs_labels_reach_the_loader(mirror, tmp_path):
     assert (row["experiment"], row["system"], row["client_total"]) == ("sharding", "Pesto", 30)
 
 
-def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(tmp_path, monkeypatch):
-    """The claim's input generator takes the authors' files from git at the paper's commit (here the local
-    mirror as the git base URL), derives each for the placement's servers, and keeps the diff."""
+def _project_from_git(tmp_path, monkeypatch):
+    """The project, with the authors' files taken from the local git mirror at their commits (no file mirror)."""
+    from reprobook.config import load_project
     if not GIT.is_dir():
         pytest.skip("no local mirror of fsuri/Pequin-Artifact")
-    from reprobook.config import load_project
-    from reprobook.inputs import generate as generate_inputs
-    from reprobook.placement import Placement
-
     monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT.parent.parent.parent}/github.com/")
     monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "no-mirror"))
     monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
-    project = load_project(ROOT)
+    return load_project(ROOT)
+
+
+def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(tmp_path, monkeypatch):
+    """The claim's input generator takes the authors' files from git at the paper's commit (here the local
+    mirror as the git base URL), derives each for the placement's servers, and keeps the diff."""
+    from reprobook.inputs import generate as generate_inputs
+    from reprobook.placement import Placement
+
+    project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim("pesto/sample-runs")
     servers = [f"node-{i}" for i in range(6)]
     placement = Placement({"control": ("local",), "server": tuple(servers), "client": ("local",)}, "control")
@@ -243,15 +248,9 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
 
 def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: dict | None = None,
                     clients=("client-0-0", "client-0-1")):
-    from reprobook.config import load_project
     from reprobook.inputs import generate as generate_inputs
     from reprobook.placement import Placement
-    if not GIT.is_dir():
-        pytest.skip("no local mirror of fsuri/Pequin-Artifact")
-    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT.parent.parent.parent}/github.com/")
-    monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(tmp_path / "no-mirror"))
-    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
-    project = load_project(ROOT)
+    project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim(claim_id)
     placement = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": tuple(clients)}, "control")
     made = generate_inputs(project, claim, {"scale": "rehearsal", **(params or {})}, placement, facts)
