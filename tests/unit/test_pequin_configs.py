@@ -283,7 +283,7 @@ def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, 
     assert (c["client_experiment_length"], c["client_ramp_up"], c["client_ramp_down"], c["server_load_time"]) == \
         (10, 2, 2, 2)
     assert c["client_total"] == [[4]] and c["client_processes_per_client_node"] == [[2]]
-    assert (c["num_experiment_runs"], c["max_retries"]) == (1, 0)
+    assert (c["num_experiment_runs"], c["max_retries"], c["make_args"]) == (1, 0, "store/server")
     # pinning follows the hosts' CPUs; the small host's one request thread
     assert c["pin_server_processes"] == [0, 1] and c["pin_client_processes"] == [0, 1]
     assert {k: c["replication_protocol_settings"][0][k] for k in
