@@ -163,6 +163,7 @@ def _perform_placed(project, claim, store, run_id, placement: Placement, paper, 
     with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
         host = sv.hosts[placement.control]
         facts = {n: f.as_dict() for n, f in sv.facts.items()}
+        asked = params
         params, adapted = _adapted(claim, params, facts, {n: placement.roles_of(n) for n in placement.hosts})
         inputs = inputs.made_for(project, claim, params, placement, facts)
         script = build_script(paper, claim, specs[placement.control], params, Job(host, run_id).remote_dir,
@@ -171,7 +172,7 @@ def _perform_placed(project, claim, store, run_id, placement: Placement, paper, 
                       members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
                       hosts=sv.manifest(), host_facts=facts,
                       requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines],
-                      **adapted)
+                      asked=asked, **adapted)
 
 
 def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
@@ -181,11 +182,12 @@ def _perform(project, claim, store, run_id, spec, paper, params, allow_insuffici
         return done
     with open_host(spec, project.settings) as host:
         facts, short = _check_host(host, claim, allow_insufficient)
+        asked = params
         params, adapted = _adapted(claim, params, {spec.name: facts.as_dict()})
         inputs = inputs.made_for(project, claim, params, placement, {spec.name: facts.as_dict()})
         script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs.data)
         return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
-                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short, **adapted)
+                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short, asked=asked, **adapted)
 
 
 def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
@@ -203,11 +205,15 @@ def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
 
 def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs: _RunInputs, progress,
            poll_s, on_run, *,
-           members: Mapping[str, Host] | None = None, **fields) -> Run:
-    """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow."""
+           members: Mapping[str, Host] | None = None, asked: Mapping | None = None, **fields) -> Run:
+    """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow.
+
+    ``params`` are those the run uses; the manifest's ``parameters`` are those ``asked`` for (what the run
+    id and ``auto`` go by), and ``adapted`` says what the hosts changed of them."""
     paper = project.paper(claim.paper)
     job = Job(host, run_id)
-    run = store.create(claim, run_id, source="live", host=host.name, parameters=claim.resolve_params(params),
+    run = store.create(claim, run_id, source="live", host=host.name,
+                       parameters=claim.resolve_params(params if asked is None else asked),
                        remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                        status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                       for r in paper.repositories_for(claim)},

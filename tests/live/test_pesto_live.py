@@ -116,7 +116,7 @@ def test_tapir_and_pesto_built_from_source_and_run_through_the_authors_harness(c
     for claim_id in ("pesto/rehearsal-tapir", "pesto/rehearsal-pesto"):
         claim = cluster.claim(claim_id)
         t0 = time.monotonic()
-        run = perform(cluster, claim, "rehearsal", {"scale": "rehearsal", "server_port": 17087}, new=True,
+        run = perform(cluster, claim, "rehearsal", {"scale": "rehearsal"}, new=True,
                       progress=True, poll_s=5)
         wall = time.monotonic() - t0
         log = (run.path / "log.txt").read_text()
