@@ -101,7 +101,7 @@ def _step_times(log: str) -> list[dict]:
     for line in log.splitlines():
         m = _STEP.match(line)
         if m:
-            names[m.group(1)] = m.group(2)
+            names[m.group(1).split("/")[0]] = m.group(2)  # "5/10" or "10-1/10"
             continue
         m = _DONE.match(line)
         if m:

@@ -129,7 +129,8 @@ def basil(outputs) -> pd.DataFrame:
 
 
 REHEARSAL_COLUMNS = ["source", "system", "workload", "client_total", "clients", "client_processes", "committed",
-                     "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "client_stats", "directory"]
+                     "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "window_s", "measured_s",
+                     "measured_tput_tx_per_s", "client_stats", "directory"]
 
 
 @loader("pesto.rehearsal")
@@ -138,8 +139,12 @@ def rehearsal(outputs) -> pd.DataFrame:
 
     ``source`` ``harness``: the harness's own ``out/stats.json`` (``run_stats.combined``). ``source``
     ``clients``: the clients' own outputs (``out/client-*/client-*-stdout-<run>.log`` and their
-    stderr), read by `reprobook.parsers.pesto.read_clients`: committed transactions over each
-    client's measured time, summed, and the latencies pooled. ``client_stats`` says what the
+    stderr), read by `reprobook.parsers.pesto.read_clients`: the committed transactions they printed,
+    divided as the harness divides them, by the nominal window ``window_s`` (the run's length less
+    both ramps), and the latencies pooled. The clients' own measured interval is longer (they end
+    it at the first whole second past the nominal end, about one second more): ``measured_s`` and
+    ``measured_tput_tx_per_s`` (each client's committed transactions over its own interval, summed)
+    say what the harness's figure leaves out. ``client_stats`` says what the
     clients' ``--stats_file`` JSONs hold (``empty``: ``{}``, as when the clients crash in their
     clean-up; ``written``; ``missing``). On a cluster that shares one file system (a loopback
     testbed) every client directory receives every client's files: each file counts once.
@@ -159,15 +164,20 @@ def rehearsal(outputs) -> pd.DataFrame:
         stderr = {p.name.replace("-stderr-", "-stdout-"): p for p in _unique(point.glob("out/client-*/client-*-stderr-*.log"))}
         clients, _ = parse.read_clients([(p, stderr.get(p.name)) for p in stdout])
         total = clients.iloc[-1]
+        config = parse.read_config(parse.point_config(point / "out" / "stats.json"))
+        window = float(config["client_experiment_length"]) - float(config["client_ramp_up"]) - \
+            float(config["client_ramp_down"])
         states = sorted({parse.client_stats_state(p) for p in _unique(point.glob("out/client-*/client-*-stats-*.json"))})
         stats_state = ", ".join(states) or "missing"
-        rows.append({**base, "source": "harness", "committed": math.nan, "client_processes": len(stdout),
-                     "tput_tx_per_s": s["tput_tx_per_s"], "latency_ms": s["latency_ms"], "p50_ms": s["p50_ms"],
-                     "p99_ms": s["p99_ms"], "client_stats": stats_state})
+        rows.append({**base, "source": "harness", "committed": round(s["tput_tx_per_s"] * window),
+                     "client_processes": len(stdout), "tput_tx_per_s": s["tput_tx_per_s"],
+                     "latency_ms": s["latency_ms"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
+                     "window_s": window, "client_stats": stats_state})
         rows.append({**base, "source": "clients", "committed": int(total["committed"]),
-                     "client_processes": len(stdout), "tput_tx_per_s": total["tput_tx_per_s"],
+                     "client_processes": len(stdout), "tput_tx_per_s": total["committed"] / window,
                      "latency_ms": total["latency_ms"], "p50_ms": total["p50_ms"], "p99_ms": total["p99_ms"],
-                     "client_stats": stats_state})
+                     "window_s": window, "measured_s": total["duration_s"],
+                     "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": stats_state})
     out = pd.DataFrame(rows).reindex(columns=REHEARSAL_COLUMNS)
     out = out.sort_values(["client_total", "source"], kind="stable").reset_index(drop=True)
     out.attrs = dict(settings.attrs)
