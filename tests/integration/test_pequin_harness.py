@@ -109,6 +109,7 @@ def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     assert any("threadpool-small-host.patch" in d["what"] and d["diff"] for d in m["deviations"])
     log = (run.path / "log.txt").read_text()
     assert "patch threadpool-small-host.patch: applied" in log and "patch gcc12-bitutil.patch: applied" in log
+    assert "patch peloton-trafficcop-per-thread.patch: applied" in log
     # the generated config: the placement's names, paths under the root, one thread, pins cut to the CPUs
     config = _generated(run, "Uniform-Eager-c4.json")
     assert config["server_names"] == [["us-east-1-0"]] and config["client_nodes_per_server"] == 2
@@ -116,7 +117,7 @@ def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     settings = config["replication_protocol_settings"][0]
     assert settings["multi_threading"] is False and settings["parallel_queries"] is False
     assert settings["key_path"].endswith("/pequin/keys/donna") and config["pin_server_processes"] == [0, 1]
-    assert config["num_tables"] == 1 and config["num_keys_per_table"] == 1000
+    assert config["num_tables"] == 10 and config["num_keys_per_table"] == 10000
     assert "/users/fs435" not in json.dumps(config) and "/mnt/extra" not in json.dumps(config)
     assert (run.path / "inputs" / "Uniform-Eager-c4.json.diff").read_text().startswith("---")
     # what the harness wrote, read two ways: its stats.json, and the clients' own outputs
@@ -176,4 +177,4 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
     # TAPIR's config has no Pesto thread settings, even on a small host
     config = _generated(run, "Tapir-Retwis-c2.json")
     assert "multi_threading" not in json.dumps(config["replication_protocol_settings"])
-    assert config["client_num_keys"] == 1000 and config["client_experiment_length"] == 6
+    assert config["client_num_keys"] == 10000 and config["client_experiment_length"] == 6

@@ -279,9 +279,9 @@ def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, 
     text = json.dumps(c)
     assert "/users/fs435" not in text and "/mnt/extra" not in text and "floriansuri" not in text
     # the rehearsal's sizes and times, one client setting, one run, no retries
-    assert (c["num_tables"], c["num_keys_per_table"]) == (1, 1000)
+    assert (c["num_tables"], c["num_keys_per_table"]) == (10, 10000)
     assert (c["client_experiment_length"], c["client_ramp_up"], c["client_ramp_down"], c["server_load_time"]) == \
-        (10, 2, 2, 2)
+        (10, 2, 2, 15)
     assert c["client_total"] == [[4]] and c["client_processes_per_client_node"] == [[2]]
     assert (c["num_experiment_runs"], c["max_retries"], c["make_args"]) == (1, 0, "store/server")
     # pinning follows the hosts' CPUs; the small host's one request thread
@@ -303,7 +303,7 @@ def test_on_a_big_host_pins_keep_the_authors_cores_and_requests_stay_multi_threa
         c["replication_protocol_settings"][0]["multi_threading"] is not False
     _, _, tapir, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-tapir", facts, {"small_host": True})
     t = tapir["Tapir-Retwis-c2.json"]
-    assert t["client_num_keys"] == 1000 and t["replication_protocol"] == ["tapir"]
+    assert t["client_num_keys"] == 10000 and t["replication_protocol"] == ["tapir"]
     assert "multi_threading" not in json.dumps(t["replication_protocol_settings"])  # TAPIR has no such threads
 
 
@@ -330,6 +330,7 @@ def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_
     devs = claim.deviations_for(used)
     assert [d.kind for d in devs].count("small host") == 1
     assert any("threadpool-small-host.patch" in d.what and "threadpool.cc" in d.diff for d in devs)
+    assert any("peloton-trafficcop-per-thread.patch" in d.what for d in devs)
     small_control = {**small_server, "control": {"cpus": 1}, "us-east-1-0": {"cpus": 8}}
     assert adapt(claim.adaptations, {}, small_control, roles) == ({}, [])
     assert not any(d.kind == "small host" for d in claim.deviations_for({}))

@@ -1,0 +1,79 @@
+"""The Pequin benchmark client's own output, read by `reprobook.parsers.pesto.read_client_output`.
+
+The inputs are REAL outputs of TAPIR (Retwis) and Pesto (rw-sql) built from source on this project's
+test machine and run by hand on 127.0.0.1 (see ``data/pequin-live/README.md``): four client processes
+each, their stdout and stderr in one file as the processes wrote them, the clients' statistics files
+and the server's. They are kept as test input; nothing in them is made up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reprobook.errors import OutputError
+from reprobook.parsers import pesto as parse
+
+DATA = Path(__file__).parent / "data" / "pequin-live"
+OP = re.compile(r"^[A-Za-z_][\w-]*,\d+,\d+,\d+$")
+
+
+def _clients(system: str) -> list[Path]:
+    files = sorted(DATA.glob(f"{system}-client-*.out"))
+    if not files:
+        pytest.fail(f"no {system}-client-*.out under {DATA}")
+    return files
+
+
+@pytest.mark.parametrize("system", ["tapir-retwis", "pesto-rwsql"])
+def test_each_client_counts_its_committed_transactions_and_says_how_long_it_measured(system):
+    for path in _clients(system):
+        summary, txns = parse.read_client_output(path)
+        lines = [line for line in path.read_text(errors="replace").splitlines() if OP.match(line)]
+        assert summary["committed"] == len(lines) == len(txns) > 0, path.name
+        # the client's own count of requests over its measured interval includes the aborted ones
+        assert summary["reported_requests"] >= summary["committed"] * 0.98, summary
+        assert 1 <= summary["duration_s"] <= 60 and summary["tput_tx_per_s"] > 0
+        # its median and 99th percentile: ours from the same transactions, the client's own lines beside them
+        assert summary["p50_ms"] <= summary["p99_ms"]
+        if summary["reported_p50_ms"] == summary["reported_p50_ms"]:  # printed when the client got that far
+            assert summary["reported_p50_ms"] == pytest.approx(summary["p50_ms"], rel=0.1), path.name
+            assert summary["reported_p99_ms"] == pytest.approx(summary["p99_ms"], rel=0.1), path.name
+
+
+@pytest.mark.parametrize("system", ["tapir-retwis", "pesto-rwsql"])
+def test_the_clients_together_and_what_their_statistics_files_say(system):
+    per, txns = parse.read_clients(_clients(system))
+    total = per.iloc[-1]
+    assert total["file"] == "all" and total["committed"] == per.iloc[:-1]["committed"].sum() == len(txns)
+    assert total["tput_tx_per_s"] == pytest.approx(per.iloc[:-1]["tput_tx_per_s"].sum())
+    states = {parse.client_stats_state(p) for p in DATA.glob(f"{system}-client-*-stats.json")}
+    assert states <= {"written", "empty"} and states, states
+    # the clients' statistics cover the whole run (warm-up and cool-down too): never fewer commits than the
+    # measured interval printed; the server's count, where it keeps one, covers every client's
+    written = [json.loads(p.read_text()) for p in DATA.glob(f"{system}-client-*-stats.json")]
+    committed = sum(v for d in written for k, v in d.items() if k.endswith("_committed") and isinstance(v, int))
+    if committed:
+        assert committed >= total["committed"]
+    server = DATA / f"{system}-server-stats.json"
+    if server.exists() and "total_transactions_commit" in json.loads(server.read_text()):
+        assert json.loads(server.read_text())["total_transactions_commit"] >= total["committed"]
+
+
+def test_a_client_that_never_measured_is_an_error_naming_the_file(tmp_path):
+    f = tmp_path / "client-0-0-0-stdout-0.log"
+    f.write_text("starting client threadpool\nNum_cpus: 2\n")
+    with pytest.raises(OutputError) as err:
+        parse.read_client_output(f)
+    assert "client-0-0-0-stdout-0.log" in str(err.value) and "did not get to measure" in str(err.value)
+
+
+def test_an_empty_statistics_file_is_told_apart_from_a_missing_one(tmp_path):
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "full.json").write_text('{"rw_sql_committed": 3}')
+    assert parse.client_stats_state(tmp_path / "empty.json") == "empty"
+    assert parse.client_stats_state(tmp_path / "full.json") == "written"
+    assert parse.client_stats_state(tmp_path / "none.json") == "missing"
