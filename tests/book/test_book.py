@@ -58,6 +58,8 @@ SUMMARY = [
     ("Pesto", "A failed replica", "not run", "none"),
     ("Pesto", "Basil: throughput per correct client", "not run", "none"),
     ("Pesto", "Basil: cryptography", "not run", "none"),
+    ("Pesto", "Rehearsal: TAPIR on Retwis", "not run", "none"),
+    ("Pesto", "Rehearsal: Pesto on rw-sql", "not run", "none"),
     ("Verus", "Millibenchmarks", "not run", "none"),
     ("Verus", "Macrobenchmark", "holds", "reference"),
     ("Verus", "Page-table", "not run", "none"),

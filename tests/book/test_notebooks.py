@@ -63,7 +63,8 @@ REFERENCE = {"aardvark/vector-commitments": "consistent with the authors' raw re
              "verus/mimalloc": "not run", "verus/node-replication": "not run", "ozz/lmbench-overhead": "not run",
              "pesto/sample-runs": "holds", "pesto/workloads": "not run", "pesto/sharding": "not run",
              "pesto/point-scan": "not run", "pesto/inconsistency": "not run", "pesto/failures": "not run",
-             "pesto/basil-client-failures": "not run", "pesto/basil-microbenchmarks": "not run"}
+             "pesto/basil-client-failures": "not run", "pesto/basil-microbenchmarks": "not run",
+             "pesto/rehearsal-tapir": "not run", "pesto/rehearsal-pesto": "not run"}
 
 
 def test_reference_table_covers_every_claim():
