@@ -159,7 +159,7 @@ _COMMON = {
     "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
         "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
 }
-_TARGETS = ("target", "target_published", "target_rows")
+_TARGETS = ("target", "target_published", "target_rows", "target_column")
 
 
 @dataclass(frozen=True)
@@ -350,6 +350,7 @@ _TARGET_OPTIONS = {
     "target": _NUMBER_OR_REF,
     "target_published": {"type": "boolean"},
     "target_rows": _LABELS,
+    "target_column": {"type": "string"},
 }
 
 
@@ -503,9 +504,17 @@ def _count(spec, rows, data, published):
 
 
 def _targets(spec, rows, data, published) -> pd.DataFrame | str:
-    """Pair each measured row with its target: a literal, a published number, or other measured rows."""
+    """Pair each measured row with its target: a literal, a published number, other measured rows, or another
+    column of the same row (two readings of one thing)."""
     o, v = spec.options, spec.value
     by = list(o.get("by") or [])
+    if "target_column" in o:
+        col = o["target_column"]
+        if col not in rows.columns:
+            return f"the measured data has no column {col!r}"
+        ev = rows.assign(target=rows[col])
+        ev["label"] = [_label(r, by) + f" ({v} vs {col})" for _, r in ev.iterrows()]
+        return ev[[*by, "label", v, "target"]]
     if "target" in o:
         ev = rows.copy()
         ev["target"] = _resolve(o["target"], published)

@@ -254,9 +254,9 @@ def cmd_status(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from .live import reattach
+    from .live import reattach, resume
     project = _project()
-    run = reattach(project, args.run_id, progress=not args.quiet)
+    run = (resume if args.resume else reattach)(project, args.run_id, progress=not args.quiet)
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
     with run.lock.acquire(on_wait=_waiting_for(run)):  # one notebook written into a run directory at a time
         verdict = _execute(project, claim, run, run.id, run.manifest.get("parameters") or {}, args.quiet)
@@ -428,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "store), follow it to the end, fetch its outputs (resuming an interrupted "
                                    "fetch) and print the verdict.")
     s.add_argument("run_id")
+    s.add_argument("--resume", action="store_true", help="if the run failed, was cut off or cancelled, launch it "
+                   "again on the same hosts with the same parameters: it resumes at its first unfinished step (as "
+                   "running the same `run` command again does, also for a run started with --new)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_attach)
 

@@ -258,6 +258,7 @@ class SshHost(Host):
         self.spec = spec
         self._ssh_config = ssh_config
         self._conn = None
+        self._login_bash: bool | None = None  # whether the login shell on the open connection is bash
 
     # -- connection
 
@@ -348,8 +349,42 @@ class SshHost(Host):
             except Exception:  # noqa: BLE001 - closing a dead connection may raise anything; it is gone either way
                 pass
             self._conn = None
+            self._login_bash = None
 
     # -- commands and files
+
+    def _shell_line(self, conn, command: str, limits: "_Limits") -> str:
+        """What the exec request sends for ``command``, so that bash runs it.
+
+        sshd hands the request to the user's login shell, which reads the user's startup files
+        once. When that shell is bash (not in POSIX mode), it runs the command itself, as with
+        plain ``ssh host command``; otherwise ``exec bash --norc --noprofile -c`` hands the command
+        over to a bash that does not read them a second time. (The hand-over costs the host an exec
+        of bash per command: a fifth of a 36-host fan-out's remote CPU.) Which it is, is asked once
+        per connection, of the shell that will read the commands (a ``ForceCommand`` wrapper
+        included); a shell that cannot even read the question (csh, fish) gets the hand-over.
+        """
+        if self._login_bash is None:
+            self._login_bash = self._ask(conn, _BASH_QUESTION, limits).strip() == "bash"
+        return command if self._login_bash else "exec bash --norc --noprofile -c " + shlex.quote(command)
+
+    def _ask(self, conn, command: str, limits: "_Limits") -> str:
+        """The standard output of a short ``command`` run by the login shell; "" if it fails in any way."""
+        import paramiko
+
+        sink = _Sink(_Limits("asking which shell reads commands", limits.timeout, limits.answer_timeout, None),
+                     self.name)  # its own output: none of it goes to the command's reader
+        try:
+            chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
+            with _WATCHDOG.armed(limits.answer_timeout, chan.close):
+                chan.exec_command(command)
+            chan.shutdown_write()
+            _drain(chan, sink)
+            code = chan.recv_exit_status()
+            chan.close()
+        except (paramiko.SSHException, EOFError, OSError, socket.timeout, TestbedError):
+            return ""
+        return sink.stdout() if code == 0 else ""
 
     def _run(self, command: str, limits: "_Limits") -> Result:
         import paramiko
@@ -358,6 +393,7 @@ class SshHost(Host):
         sink = _Sink(limits, self.name)
         unanswered = threading.Event()
         try:
+            line = self._shell_line(conn, command, limits)
             chan = conn.client.get_transport().open_session(timeout=conn.connect_timeout)
 
             def give_up():
@@ -365,9 +401,7 @@ class SshHost(Host):
                 chan.close()
             # paramiko waits for the answer to an exec request without a time limit
             with _WATCHDOG.armed(limits.answer_timeout, give_up):
-                # the login shell sshd starts has read the user's startup files once already; the bash
-                # it hands over to must not read them again (a pyenv or conda init costs ~0.1 s a time)
-                chan.exec_command("exec bash --norc --noprofile -c " + shlex.quote(command))
+                chan.exec_command(line)
             chan.shutdown_write()
             _drain(chan, sink)
             code = chan.recv_exit_status()
@@ -430,6 +464,10 @@ class SshHost(Host):
                 self.close()
                 raise TestbedError(f"the connection broke off during an SFTP {op} ({exc})", host=self.name) from None
             raise
+
+
+_BASH_QUESTION = '[ -z "${BASH_VERSION-}" ] || shopt -qo posix || echo bash'
+"""Prints ``bash`` when read by bash outside POSIX mode, nothing (or an error) in any other shell."""
 
 
 class _Watchdog:

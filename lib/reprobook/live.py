@@ -60,7 +60,8 @@ def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
 
 def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, new: bool = False,
             allow_insufficient: bool = False, progress: bool = True, poll_s: float | None = None,
-            inputs: Mapping[str, bytes | str] | None = None, on_run: Callable[[Run], None] | None = None) -> Run:
+            inputs: Mapping[str, bytes | str] | None = None, on_run: Callable[[Run], None] | None = None,
+            run_id: str | None = None) -> Run:
     """Run ``claim`` live on ``host_name`` (a host, or a cluster of ``hosts.yaml``), or attach to the same run.
 
     The same claim, placement and parameters give the same run id, so calling
@@ -73,7 +74,9 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     step (``$RB_INPUTS/<name>``); other inputs make another run. ``on_run`` is
     called with the `Run` as soon as it is recorded (before the launch), or
     with the recorded run when it had already succeeded: a control panel or a
-    pool learns the run id while this call still waits.
+    pool learns the run id while this call still waits. ``run_id`` names the
+    recorded run to attach to or resume instead of the one the parameters name
+    (how `resume` picks up a run started with ``new=True``).
     """
     if not claim.runs_live:
         how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
@@ -88,7 +91,7 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     keyed = {k: env[k] for k in sorted(env)}
     if given:  # the caller's own files make another run; generated ones follow from what the id has
         keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(given.items())}
-    run_id = run_id_for(claim, placement.key(), keyed, nonce)
+    run_id = run_id or run_id_for(claim, placement.key(), keyed, nonce)
     store = RunStore(project.settings.runs_dir)
     with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
         kept = _RunInputs(given, {}, generate=inputs is None and bool(claim.inputs))
@@ -427,14 +430,7 @@ def _iso(ts: float | None) -> str | None:
 
 def reattach(project: Project, run_id: str, *, progress: bool = True, poll_s: float | None = None) -> Run:
     """Attach to a recorded run by id from any process, wait for it and collect it."""
-    store = RunStore(project.settings.runs_dir)
-    run = store.load(run_id)
-    if run.manifest.get("source") != "live":
-        what = {"import": "outputs imported by hand", "auto": "an evaluation", "reference": "an evaluation of the "
-                "authors' shipped outputs"}.get(run.manifest.get("source"), "not a live run")
-        raise ConfigError(f"run {run_id} is {what}: there is no job on a host to attach to. "
-                          f"`reprobook run {run.manifest.get('paper')}/{run.manifest.get('claim')} --source {run_id}` "
-                          f"evaluates it again.")
+    run = _live_run(project, run_id)
     with run.lock.acquire(on_wait=_waiting(run_id)):
         run.reload()
         for line in _picked_up(run) + run.repair_local():
@@ -444,6 +440,31 @@ def reattach(project: Project, run_id: str, *, progress: bool = True, poll_s: fl
         claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
         with open_host(project.hosts.host(run.manifest["host"]), project.settings) as host:
             return follow(project, claim, run, host, progress=progress, poll_s=poll_s)
+
+
+def resume(project: Project, run_id: str, *, progress: bool = True, poll_s: float | None = None) -> Run:
+    """Pick up a recorded live run by id whatever became of it: one still going is followed, one that
+    failed, was cut off or cancelled is launched again on the same hosts with the same parameters and
+    resumes at its first unfinished step (or sweep point), one that succeeded is returned.
+
+    This is what running the same `perform` again does, also for a run started with ``new=True``,
+    whose id its parameters alone do not give."""
+    run = _live_run(project, run_id)
+    claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
+    where = (run.manifest.get("placement") or {}).get("cluster") or run.manifest["host"]
+    return perform(project, claim, where, run.manifest.get("parameters") or {}, run_id=run_id,
+                   progress=progress, poll_s=poll_s)
+
+
+def _live_run(project: Project, run_id: str) -> Run:
+    run = RunStore(project.settings.runs_dir).load(run_id)
+    if run.manifest.get("source") != "live":
+        what = {"import": "outputs imported by hand", "auto": "an evaluation", "reference": "an evaluation of the "
+                "authors' shipped outputs"}.get(run.manifest.get("source"), "not a live run")
+        raise ConfigError(f"run {run_id} is {what}: there is no job on a host to attach to. "
+                          f"`reprobook run {run.manifest.get('paper')}/{run.manifest.get('claim')} --source {run_id}` "
+                          f"evaluates it again.")
+    return run
 
 
 def _job_for(project: Project, run_id: str) -> tuple[Run, Host, Job]:

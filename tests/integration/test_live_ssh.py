@@ -183,3 +183,29 @@ def test_failed_step_is_resumed_not_restarted(fixture):
     # other parameters are another run: everything from scratch
     perform(project, claim, "node1", {"duration": 0.3}, progress=False, poll_s=0.2)
     assert (wd / "build-count.txt").read_text().splitlines() == ["built", "built"]
+
+
+def test_a_fresh_run_that_failed_is_resumed_by_id_from_the_command_line(fixture):
+    """A run started with --new has an id its parameters do not give: `attach RUN_ID --resume` launches it again,
+    and it skips what it had finished; plain `attach` only follows it (and says it failed)."""
+    project = load_project(fixture.root)
+    claim = project.claim("fixture/validator-throughput")
+    wd = fixture.workdirs["node1"]
+    (wd / "fail-once").write_text("")
+    env = {**os.environ, "REPROBOOK_ROOT": str(fixture.root)}
+    cut = subprocess.run(REPROBOOK + ["run", claim.key, "--host", "node1", "--source", "live", "--new", "-q",
+                                      "-p", "duration", "0.2"], capture_output=True, text=True, env=env, timeout=180)
+    assert cut.returncode == 2 and "exit code: 9" in cut.stderr, cut.stderr
+    first = RunStore(project.settings.runs_dir).runs(claim)[-1]
+    assert first.status == "failed" and first.manifest["parameters"]["duration"] == 0.2
+
+    (wd / "fail-once").unlink()
+    again = subprocess.run(REPROBOOK + ["attach", first.id, "-q"], capture_output=True, text=True, env=env, timeout=180)
+    assert again.returncode == 2 and RunStore(project.settings.runs_dir).load(first.id).status == "failed"
+    resumed = subprocess.run(REPROBOOK + ["attach", first.id, "--resume", "-q"], capture_output=True, text=True,
+                             env=env, timeout=180)
+    assert resumed.returncode in (0, 1, 3), resumed.stderr  # a verdict was printed: the run finished
+    run = RunStore(project.settings.runs_dir).load(first.id)
+    assert run.status == "succeeded" and len(RunStore(project.settings.runs_dir).runs(claim)) == 1
+    assert (wd / "build-count.txt").read_text().splitlines() == ["built"], "the finished build step ran again"
+    assert "[skipped: done in an earlier attempt]" in (run.path / "log.txt").read_text()

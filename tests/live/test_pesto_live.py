@@ -14,6 +14,11 @@ binds to; the block added is removed at the end), the git mirror beside the proj
 workdir is kept in ``$REPROBOOK_LIVE_DIR`` (default ``/var/tmp/reprobook-live-pesto``). A summary
 (per step times, throughput and latency of each point, verdicts) is printed and written to
 ``summary.json`` there.
+
+The second test cuts a real run in the middle: the reprobook process following it is killed while the
+harness runs its second client count, and a client host's sshd is restarted with its sessions (so the
+benchmark clients running there die with them); the run is then resumed by id and must finish
+without running the finished client count again.
 """
 
 from __future__ import annotations
@@ -21,19 +26,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from reprobook.api import check
 from reprobook.config import load_project
-from reprobook.live import perform
+from reprobook.live import cancel, perform, resume
 from reprobook.loaders import load
 from reprobook.sources import from_run
-from tests.integration.conftest import GIT_MIRROR, ROOT
-from tests.support import pequin_harness
+from reprobook.runs import RunStore
+from tests.integration.conftest import GIT_MIRROR, ROOT, _wait_for
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(4 * 3600)]
@@ -59,7 +68,12 @@ def cluster():
     (shims / "sudo").write_text('#!/bin/sh\necho "(loopback host: sudo $* skipped)" >&2\n')
     (shims / "sudo").chmod(0o755)
     path = f"{shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+    def stop(signum, frame):  # a `kill` of make or pytest cleans up as Ctrl-C does: runs cancelled, sshd stopped
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, stop)
     _names(add=True)
+    started: list[str] = []
     try:
         with SshTestbed(LIVE_DIR / "ssh") as bed:
             for name, addr in HOSTS.items():
@@ -75,13 +89,29 @@ def cluster():
                    "REPROBOOK_GIT_BASE_URL": f"file://{GIT_MIRROR}/"}
             old = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
+            project = load_project(ROOT)
             try:
-                yield load_project(ROOT)
+                yield SimpleNamespace(project=project, bed=bed, started=started)
             finally:
+                _cancel_unfinished(project, started)
                 for k, v in old.items():
                     os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     finally:
         _names(add=False)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _cancel_unfinished(project, run_ids: list[str]) -> None:
+    """Runs this module started that did not end (the test failed or was interrupted): their jobs stopped and
+    their hosts' holds released, before the testbed goes."""
+    store = RunStore(project.settings.runs_dir)
+    for rid in run_ids:
+        try:
+            if store.load(rid).status not in ("succeeded", "failed", "cancelled"):
+                cancel(project, rid)
+                print(f"live-pesto: run {rid} cancelled (it had not ended)")
+        except Exception as exc:  # noqa: BLE001 - clean-up goes on; say what could not be done
+            print(f"live-pesto: could not cancel run {rid}: {exc}")
 
 
 def _names(*, add: bool) -> None:
@@ -110,14 +140,13 @@ def _step_times(log: str) -> list[dict]:
 
 
 def test_tapir_and_pesto_built_from_source_and_run_through_the_authors_harness(cluster):
-    summary_path = LIVE_DIR / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"attempts": []}
+    project = cluster.project
     attempt = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "claims": {}}
     for claim_id in ("pesto/rehearsal-tapir", "pesto/rehearsal-pesto"):
-        claim = cluster.claim(claim_id)
+        claim = project.claim(claim_id)
         t0 = time.monotonic()
-        run = perform(cluster, claim, "rehearsal", {"scale": "rehearsal"}, new=True,
-                      progress=True, poll_s=5)
+        run = perform(project, claim, "rehearsal", {"scale": "rehearsal"}, new=True,
+                      progress=True, poll_s=5, on_run=lambda r: cluster.started.append(r.id))
         wall = time.monotonic() - t0
         log = (run.path / "log.txt").read_text()
         assert run.status == "succeeded", log[-4000:]
@@ -135,6 +164,67 @@ def test_tapir_and_pesto_built_from_source_and_run_through_the_authors_harness(c
         for r in verdict.checks:
             print(f"  {r.verdict.value}: {r.what}")
         assert [r.verdict.value for r in verdict.checks[:2]] == ["holds", "holds"], verdict
+        if claim_id == "pesto/rehearsal-pesto":  # the server's own count beside the clients'
+            assert verdict.checks[2].verdict.value == "holds", verdict.checks[2].reason
         assert (data["tput_tx_per_s"] > 0).all()
+    _record(attempt)
+
+
+def _record(attempt: dict) -> None:
+    summary_path = LIVE_DIR / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"attempts": []}
     summary["attempts"].append(attempt)
     summary_path.write_text(json.dumps(summary, indent=1))
+
+
+def test_a_real_run_cut_in_the_middle_resumes_and_finishes(cluster):
+    project, bed = cluster.project, cluster.bed
+    claim = project.claim("pesto/rehearsal-pesto")
+    store = RunStore(project.settings.runs_dir)
+    before = {r.id for r in store.runs()}
+    code = ("from reprobook.config import load_project\nfrom reprobook.live import perform\n"
+            "p = load_project(); c = p.claim('pesto/rehearsal-pesto')\n"
+            "perform(p, c, 'rehearsal', {'scale': 'rehearsal'}, new=True, progress=False, poll_s=2)\n")
+    t0 = time.monotonic()
+    follower = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        run = _wait_for(lambda: next((r for r in store.runs() if r.id not in before and r.status == "running"), None),
+                        timeout=600, what="the run to start")
+        cluster.started.append(run.id)
+        steps = Path(project.hosts.host("control").workdir) / ".reprobook" / "runs" / run.id / "steps"
+        _wait_for(lambda: steps.is_dir() and len(list(steps.glob("*-*.done"))) >= 1, timeout=3 * 3600,
+                  what="the first client count done")
+        first = sorted(p.name for p in steps.glob("*-*.done"))
+        # the second client count under way: its benchmark clients measuring
+        _wait_for(lambda: subprocess.run(["pgrep", "-f", "async/benchmark"], capture_output=True).returncode == 0,
+                  timeout=300, what="the second client count's benchmark clients")
+        time.sleep(5)
+    finally:
+        follower.kill()  # the reprobook process following the run goes, at any instant
+        follower.wait(timeout=30)
+    cut_at = time.monotonic() - t0
+    bed.servers["client-0-1"].restart()  # its sessions killed: the benchmark clients there die with them
+    print(f"\ncut {run.id} at {cut_at:.0f} s: follower killed, client-0-1's sshd restarted; done before: {first}")
+    t1 = time.monotonic()
+    run = resume(project, run.id, progress=True, poll_s=5)
+    if run.status != "succeeded":  # the cut point failed on its host: resuming once more launches it again
+        run = resume(project, run.id, progress=True, poll_s=5)
+    resumed_s = time.monotonic() - t1
+    log = (run.path / "log.txt").read_text()
+    assert run.status == "succeeded", log[-4000:]
+    assert "[skipped: done in an earlier attempt]" in log
+    assert all((steps / name).exists() for name in first)
+    outputs = from_run(claim, run)
+    data = load(claim, outputs)
+    verdict = check(claim, data, outputs)
+    print(data.drop(columns=["directory"]).round(2).to_string())
+    for r in verdict.checks:
+        print(f"  {r.verdict.value}: {r.what} — {r.reason}")
+    # every client count once, the finished one not run again, and all its client processes there
+    assert data.groupby(["client_total", "source"]).size().max() == 1 and sorted(set(data["client_total"])) == [2, 4]
+    assert (data["client_processes"] == data["client_total"]).all(), data
+    assert [r.verdict.value for r in verdict.checks[:3]] == ["holds", "holds", "holds"], verdict
+    _record({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cut": {
+        "run": run.id, "cut_after_s": round(cut_at), "resumed_in_s": round(resumed_s), "done_before_cut": first,
+        "points": json.loads(data.to_json(orient="records")),
+        "checks": [(r.what, r.verdict.value, r.reason) for r in verdict.checks]}})

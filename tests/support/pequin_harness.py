@@ -6,12 +6,14 @@ cluster. The tests run that real harness from the real checkout, unchanged, on l
 with these stand-ins in place of the two binaries it starts:
 
 - ``server``: stays up until it is killed, as a replica does (the harness checks that its SSH
-  session is alive, then kills it by name and port at the end).
+  session is alive, then kills it by name and port at the end). It keeps no count of commits (it
+  sees no transactions), so the check that sets the server's count beside the clients' has
+  nothing to judge here.
 - ``benchmark``: for ``--exp_duration`` seconds, paced no-op "transactions" in the real client's
   output format: ``<type>,<latency ns>,<end ns>,<client id>`` on stdout for each one inside the
   measured interval (after ``--warmup_secs``, before the last ``--cooldown_secs``), ``#end,<s>,<us>,<id>``
-  when the interval ends, the ``Completed N requests in T seconds`` and latency ``Notice`` lines on
-  stderr, and ``{}`` in its ``--stats_file``, as the real clients leave it when they crash in their
+  when the interval ends, the ``Completed warmup period ...``, ``Completed N requests in T seconds``
+  and latency ``Notice`` lines on stderr, and ``{}`` in its ``--stats_file``, as the real clients leave it when they crash in their
   clean-up. The numbers measure the stand-in, never Pequin.
 
 `standin_src(path)` makes a git repository that the generated config names as ``src_directory``:
@@ -50,7 +52,13 @@ duration, warmup, cooldown = float(arg("--exp_duration", 5)), float(arg("--warmu
 cid, stats = int(arg("--client_id", 0)), arg("--stats_file", "")
 rng = random.Random(cid)
 print("STAND-IN client (a test fixture, not Pequin)", file=sys.stderr, flush=True)
-time.sleep(warmup)
+def unprinted(seconds):  # paced no-op transactions in the warm-up and the cool-down: counted, not printed
+    until, k = time.time() + seconds, 0
+    while time.time() < until:
+        time.sleep(rng.randint(2_000_000, 6_000_000) / 1e9)
+        k += 1
+    return k
+print(f"Notice: Completed warmup period of {warmup:.0f} seconds with {unprinted(warmup)} requests", file=sys.stderr)
 start, n, lat = time.time(), 0, []
 window = duration - warmup - cooldown
 while time.time() - start < window:
@@ -65,7 +73,7 @@ lat.sort()
 print(f"Notice: Completed {n} requests in {took:.6f} seconds", file=sys.stderr)
 print(f"Notice: Median latency is {lat[len(lat) // 2]} ns ({lat[len(lat) // 2] // 1000} us)", file=sys.stderr)
 print(f"Notice: 99th percentile latency is {lat[int(len(lat) * 0.99)]} ns", file=sys.stderr, flush=True)
-time.sleep(cooldown)
+unprinted(cooldown)
 if stats:
     with open(stats, "w") as f:
         f.write("{}")

@@ -14,7 +14,8 @@ def spec(kind, value="v", **opts):
 
 
 PUB = {"p": PublishedNumber("p", 100.0, "ops/s", "Table 9", "exact", labels={"op": "m"})}
-DATA = pd.DataFrame({"op": ["m", "m", "d", "d"], "cores": [1, 32, 1, 32], "v": [10.0, 95.0, 5.0, 40.0]})
+DATA = pd.DataFrame({"op": ["m", "m", "d", "d"], "cores": [1, 32, 1, 32], "v": [10.0, 95.0, 5.0, 40.0],
+                     "w": [10.5, 90.0, 5.0, 40.0]})
 
 
 @pytest.mark.parametrize("check, verdict, margin", [
@@ -26,6 +27,8 @@ DATA = pd.DataFrame({"op": ["m", "m", "d", "d"], "cores": [1, 32, 1, 32], "v": [
     (spec("close_to", target_published=True, rel_tol=0.1), Verdict.FAILS, 0.1 - (1 - 52.5 / 100)),
     (spec("within_factor", target=50, factor=2, select={"op": "d", "cores": 32}), Verdict.HOLDS, 2 / 1.25 - 1),
     (spec("within_factor", target_rows={"op": "m"}, factor=2, by=["cores"]), Verdict.FAILS, 2 / (95 / 40) - 1),
+    (spec("close_to", target_column="w", rel_tol=0.06, by=["op", "cores"]), Verdict.HOLDS, 0.06 - (95 / 90 - 1)),
+    (spec("close_to", target_column="w", rel_tol=0.05, by=["op", "cores"]), Verdict.FAILS, 0.05 - (95 / 90 - 1)),
     (spec("rank_order", across="op", order=["d", "m"], by=["cores"]), Verdict.HOLDS, 10 / 5 - 1),
     (spec("rank_order", across="op", order=["m", "d"], by=["cores"]), Verdict.FAILS, 40 / 95 - 1),
     (spec("grows_with", x="cores", by=["op"], min_gain=8), Verdict.HOLDS, 8 / 8 - 1),
@@ -45,6 +48,7 @@ def test_kinds_margin_and_verdict(check, verdict, margin):
     (spec("rank_order", across="op", order=["m", "x"]), "no rows for op=x"),
     (spec("grows_with", x="cores", select={"cores": 32}), "only one value of cores"),
     (spec("within_factor", target_rows={"system": "edrax"}, factor=2), "no column 'system'"),
+    (spec("close_to", target_column="x", rel_tol=0.1), "no column 'x'"),
 ])
 def test_inconclusive_when_data_cannot_answer(check, words):
     r = evaluate_check(check, DATA, PUB)

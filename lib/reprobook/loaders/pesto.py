@@ -130,7 +130,7 @@ def basil(outputs) -> pd.DataFrame:
 
 REHEARSAL_COLUMNS = ["source", "system", "workload", "client_total", "clients", "client_processes", "committed",
                      "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "window_s", "measured_s",
-                     "measured_tput_tx_per_s", "client_stats", "directory"]
+                     "measured_tput_tx_per_s", "client_stats", "server_commits", "clients_whole_run", "directory"]
 
 
 @loader("pesto.rehearsal")
@@ -146,7 +146,10 @@ def rehearsal(outputs) -> pd.DataFrame:
     ``measured_tput_tx_per_s`` (each client's committed transactions over its own interval, summed)
     say what the harness's figure leaves out. ``client_stats`` says what the
     clients' ``--stats_file`` JSONs hold (``empty``: ``{}``, as when the clients crash in their
-    clean-up; ``written``; ``missing``). On a cluster that shares one file system (a loopback
+    clean-up; ``written``; ``missing``). ``server_commits``: what the one server's ``--stats_file`` says it
+    committed over the whole run (NaN when it keeps no count, as TAPIR's, or when there are several
+    servers, whose counts overlap); ``clients_whole_run``: what the clients' own lines add up to over
+    the same whole run (`reprobook.parsers.pesto.whole_run_requests`), to set beside it. On a cluster that shares one file system (a loopback
     testbed) every client directory receives every client's files: each file counts once.
 
     Columns: :data:`REHEARSAL_COLUMNS`.
@@ -169,6 +172,8 @@ def rehearsal(outputs) -> pd.DataFrame:
             float(config["client_ramp_down"])
         states = sorted({parse.client_stats_state(p) for p in _unique(point.glob("out/client-*/client-*-stats-*.json"))})
         stats_state = ", ".join(states) or "missing"
+        servers = _unique(point.glob("out/*/server-*-stats-*.json"))
+        counted = parse.server_commits(servers[0]) if len(servers) == 1 else None
         rows.append({**base, "source": "harness", "committed": round(s["tput_tx_per_s"] * window),
                      "client_processes": len(stdout), "tput_tx_per_s": s["tput_tx_per_s"],
                      "latency_ms": s["latency_ms"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
@@ -177,7 +182,9 @@ def rehearsal(outputs) -> pd.DataFrame:
                      "client_processes": len(stdout), "tput_tx_per_s": total["committed"] / window,
                      "latency_ms": total["latency_ms"], "p50_ms": total["p50_ms"], "p99_ms": total["p99_ms"],
                      "window_s": window, "measured_s": total["duration_s"],
-                     "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": stats_state})
+                     "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": stats_state,
+                     "server_commits": counted if counted is not None else np.nan,
+                     "clients_whole_run": parse.whole_run_requests(clients, float(config["client_ramp_down"]))})
     out = pd.DataFrame(rows).reindex(columns=REHEARSAL_COLUMNS)
     out = out.sort_values(["client_total", "source"], kind="stable").reset_index(drop=True)
     out.attrs = dict(settings.attrs)

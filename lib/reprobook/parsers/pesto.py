@@ -389,6 +389,7 @@ def mark_knees(frame: pd.DataFrame, *, by: list[str], order: str, x: str = "tput
 # --------------------------------------------------------------------------- a benchmark client's own output
 
 _CLIENT_NOTICES = {
+    "warmup": re.compile(rb"Completed warmup period of (\d+) seconds with (\d+) requests"),
     "completed": re.compile(rb"Completed (\d+) requests in ([0-9.]+) seconds"),
     "median_ns": re.compile(rb"Median latency is (\d+) ns"),
     "p90_ns": re.compile(rb"90th percentile latency is (\d+) ns"),
@@ -397,7 +398,7 @@ _CLIENT_NOTICES = {
 _OP_LINE = re.compile(rb"^([A-Za-z_][\w-]*),(\d+),(\d+),(\d+)\r?$", re.M)
 _END_LINE = re.compile(rb"^#end,(\d+),(\d+)(?:,(\d+))?\r?$", re.M)
 CLIENT_COLUMNS = ["file", "committed", "duration_s", "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms",
-                  "reported_requests", "reported_s", "reported_p50_ms", "reported_p99_ms"]
+                  "reported_requests", "reported_s", "reported_p50_ms", "reported_p99_ms", "warmup_requests"]
 
 
 def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
@@ -446,6 +447,7 @@ def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tu
         "reported_s": float(notices["completed"][-1][1]) if notices["completed"] else np.nan,
         "reported_p50_ms": int(notices["median_ns"][-1]) / 1e6 if notices["median_ns"] else np.nan,
         "reported_p99_ms": int(notices["p99_ns"][-1]) / 1e6 if notices["p99_ns"] else np.nan,
+        "warmup_requests": int(notices["warmup"][-1][1]) if notices["warmup"] else np.nan,
     }
     return summary, txns
 
@@ -472,8 +474,30 @@ def read_clients(paths: Iterable[str | Path | tuple]) -> tuple[pd.DataFrame, pd.
              "p50_ms": float(np.percentile(lat, 50)) if len(lat) else np.nan,
              "p99_ms": float(np.percentile(lat, 99)) if len(lat) else np.nan,
              "reported_requests": per["reported_requests"].sum(min_count=1), "reported_s": per["reported_s"].max(),
-             "reported_p50_ms": np.nan, "reported_p99_ms": np.nan}
+             "reported_p50_ms": np.nan, "reported_p99_ms": np.nan,
+             "warmup_requests": per["warmup_requests"].sum(min_count=len(per))}
     return pd.concat([per, pd.DataFrame([total], columns=CLIENT_COLUMNS)], ignore_index=True), txns
+
+
+def whole_run_requests(per: pd.DataFrame, cooldown_s: float) -> float:
+    """The requests the clients of `read_clients` made over their whole run, warm-up and cool-down included.
+
+    A client prints how many requests it completed in its warm-up and in its measured interval,
+    not in its cool-down (``bench_client.cc``: the cool-down starts when the measured interval
+    ends and lasts ``cooldown_s``, the config's ``client_ramp_down``); that part is estimated at
+    the client's measured rate. This is the count a server's ``total_transactions_commit`` covers
+    (less the few aborts), so the two can be compared. NaN if a client did not print both lines.
+    """
+    clients = per[per["file"] != "all"]
+    rate = clients["reported_requests"] / clients["reported_s"]
+    return float((clients["warmup_requests"] + clients["reported_requests"] + rate * cooldown_s).sum(min_count=len(clients)))
+
+
+def server_commits(path: str | Path) -> int | None:
+    """The transactions a server's ``--stats_file`` says it committed (``total_transactions_commit``), over its
+    whole run; None when it keeps no such count (TAPIR's server writes ``{}``)."""
+    value = _load_object(Path(path), "a JSON object").get("total_transactions_commit")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def client_stats_state(path: str | Path) -> str:
