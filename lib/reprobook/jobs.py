@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+from typing import Callable
 from dataclasses import dataclass
 
 from .errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
@@ -222,8 +223,12 @@ class Job:
                                                    step="reading the status").stdout)
 
     def wait(self, *, expected_s: float | None = None, poll_s: float = 5.0, progress: bool = True,
-             reconnect_for_s: float = 600.0, title: str | None = None) -> JobStatus:
+             reconnect_for_s: float = 600.0, title: str | None = None,
+             left_s: Callable[[JobStatus], float | None] | None = None) -> JobStatus:
         """Poll until the job ends, showing elapsed time against ``expected_s``.
+
+        ``left_s`` (a status -> the seconds still expected, or None) moves the expected end as the
+        steps go: a run whose first steps are skipped or fast is not shown at 1 % for its whole length.
 
         A dropped connection is reopened with back-off for up to
         ``reconnect_for_s``; the job runs on meanwhile. Returns the final
@@ -259,6 +264,9 @@ class Job:
                     raise ExperimentError(f"no run {self.run_id} on this host (looked in {self.remote_dir})",
                                           host=self.host.name)
                 if bar is not None:
+                    left = left_s(st) if left_s is not None and bar.total and not st.done else None
+                    if left is not None:
+                        bar.total = max(int(st.elapsed_s + left), 1)
                     bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
                     bar.set_postfix_str(progress_words(st) + st.last_line[-80:], refresh=True)
                 if st.done:

@@ -41,7 +41,7 @@ from .locks import Holder
 from .runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
 from .placement import Placement, hold, open_hosts, place, release, survey
 from .scales import manifest_fields
-from .steps import build_script, param_env
+from .steps import build_script, expected_left_s, param_env
 from .transfer import fetch
 
 
@@ -253,7 +253,9 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
 
     ``members`` are the other hosts of the run's placement (opened from the manifest when not given)."""
     job = job or Job(host, run.id)
+    paper, params = project.paper(claim.paper), run.manifest.get("parameters") or {}
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
+                  left_s=lambda st: expected_left_s(paper, claim, params, st.step, st.points_done),
                   progress=progress, title=claim.key)
     if members is None and run.manifest.get("placement"):
         members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)

@@ -75,7 +75,7 @@ def table_html(frame) -> str:
     import pandas as pd
     if frame.empty:
         cols = ", ".join(escape(str(c)) for c in frame.columns)
-        return (f"<p class='reprobook-empty'><i>No rows" + (f" (columns: {cols})" if cols else "") + ".</i></p>")
+        return ("<p class='reprobook-empty'><i>No rows" + (f" (columns: {cols})" if cols else "") + ".</i></p>")
     index = frame.index
     unnamed = all(n is None for n in index.names)
     if not (isinstance(index, pd.RangeIndex) and unnamed):

@@ -134,7 +134,7 @@ def reference(project: Project, claim: Claim) -> Outputs:
 def _no_outputs(claim: Claim, params: Mapping | None) -> str:
     given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
     with_params = f" with parameters {given}" if given else ""
-    how = (f"run it live (source='live' with a host)" if claim.runs_live else
+    how = ("run it live (source='live' with a host)" if claim.runs_live else
            f"run its steps by hand and record the outputs with `reprobook import {claim.key} FILES…`")
     return f"the authors ship no outputs for this claim, and no run{with_params} is recorded yet: {how}"
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import re
 import shlex
 from typing import Mapping, Sequence
 
@@ -205,6 +206,30 @@ def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
     repos = paper.repositories_for(claim)
     steps: list[tuple[str, Step | None]] = [("check out " + ", ".join(r.name for r in repos), None)] if repos else []
     return steps + [(s.name, s) for s in claim.setup + claim.run]
+
+
+_STEP_NUMBER = re.compile(r"(\d+)(?:-\d+)?/(\d+)\b")
+
+
+def expected_left_s(paper: Paper, claim: Claim, params: Mapping, step: str, points_done: int = 0) -> float | None:
+    """Seconds a run is expected to need from its current ``step`` on (a job's step line, ``"5/10: …"`` or
+    ``"10-2/10: …"``): that step in full (in a sweep, its points not done yet) and every later one, from
+    the steps' ``expected_minutes``. None when ``step`` names no step or no step says how long it takes.
+
+    The claim's total counts every step as if it ran cold; a run whose first steps were skipped (done in
+    an earlier attempt) or fast (a warm build) is expected to end this much after where it is now.
+    """
+    m = _STEP_NUMBER.match(step or "")
+    steps = plan(paper, claim)
+    if not m or not 1 <= int(m[1]) <= len(steps) or not any(s and s.expected_minutes for _, s in steps):
+        return None
+    k, points = int(m[1]), len(sweep_points(claim, params))
+    left = 0.0
+    for i, (_, s) in enumerate(steps[k - 1:], k):
+        if s is not None and s.expected_minutes:
+            runs = max(points - (points_done if i == k else 0), 1) if s.sweep else 1
+            left += s.expected_minutes * 60 * runs
+    return left
 
 
 def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) -> str:

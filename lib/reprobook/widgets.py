@@ -458,7 +458,12 @@ class Panel(w.VBox):
             self.step.value = f"<small>status unavailable: {html.escape(exc.message)}</small>"
             return
         from .jobs import progress_words
+        from .steps import expected_left_s
         expected = (self.claim.expected_minutes or 0) * 60
+        left = expected_left_s(self.project.paper(self.claim.paper), self.claim, self._run_params(), st.step,
+                               st.points_done)
+        if left is not None and not st.done:
+            expected = st.elapsed_s + left  # skipped and fast steps bring the expected end nearer
         self.bar.max = max(expected, st.elapsed_s * 1.1, 1.0)
         self.bar.value = st.elapsed_s
         if st.state == "unknown":
@@ -469,6 +474,13 @@ class Panel(w.VBox):
                            f"{html.escape(progress_words(st) + st.last_line[-120:])}</small>")
         self.log_tail.value = (f'<pre style="max-height:14em;overflow:auto;font-size:85%">'
                                f'{html.escape(st.log_tail)}</pre>')
+
+    def _run_params(self) -> dict:
+        """The parameters the followed run was started with (from its manifest), else the form's."""
+        try:
+            return RunStore(self.project.settings.runs_dir).load(self.run_id).manifest.get("parameters") or {}
+        except ReprobookError:
+            return {}
 
     def _judge(self, run_id: str) -> None:
         """The notebook's calls on the run: obtain, load, plot, check."""

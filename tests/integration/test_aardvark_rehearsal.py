@@ -67,12 +67,16 @@ def _missing() -> str | None:
 
 @pytest.fixture
 def aard(tmp_path, bed, monkeypatch):
-    """Host ``aard`` on 127.0.0.2; cargo's home and Go's caches in ``tmp_path`` (a cold build, nothing in ~)."""
+    """Host ``aard`` on 127.0.0.2, building cold: Go's build cache and GOPATH in ``tmp_path``, the cargo
+    targets in the run's workdir. What was *downloaded* (the crates' registry in ``CARGO_HOME``, Go's module
+    cache) is kept between test runs in ``$XDG_CACHE_HOME/reprobook-tests`` (``~/.cache``), as a CI keeps a
+    dependency cache: downloading them again is not what the test is about."""
     why = _missing()
     if why:
         unavailable(why)
     caches = tmp_path / "caches"
-    env = {"CARGO_HOME": caches / "cargo", "GOCACHE": caches / "go-build", "GOMODCACHE": caches / "go-mod",
+    kept = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprobook-tests"
+    env = {"CARGO_HOME": kept / "cargo", "GOCACHE": caches / "go-build", "GOMODCACHE": kept / "go-mod",
            "GOPATH": caches / "go", "GOFLAGS": "-modcacherw", "RUSTUP_AUTO_INSTALL": "0"}
     return real_project_host(tmp_path, bed, monkeypatch, HOST, "127.0.0.2", env=env)
 

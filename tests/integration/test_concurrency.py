@@ -83,7 +83,7 @@ def test_the_same_run_performed_by_two_processes_at_once_runs_once(fixture):
     assert (remote[0] / "log").read_text().count("fixture step 1/4") == 1  # launched once
     # the one that came second waited, and said for whom: the other's pid and command
     waited = err_a + err_b
-    assert "is being worked on by pid" in waited and f"-c" in waited and "waiting for it to finish" in waited
+    assert "is being worked on by pid" in waited and "-c" in waited and "waiting for it to finish" in waited
     holder = a if "is being worked on" in err_b else b
     assert f"pid {holder.pid}" in waited
     run = RunStore(load_project(fixture.root).settings.runs_dir).load(remote[0].name)

@@ -69,7 +69,7 @@ def test_run_survives_killed_client_and_sshd_restart(fixture, bed):
     verdict = json.loads((run.path / "verdict.json").read_text())
     assert verdict["verdict"] == "holds" and rid in verdict["source"]
     # the verdict is computed from the fetched files: 100000 / 34 s = 2941 ops/s for 32-core modify
-    from reprobook.api import check, load
+    from reprobook.api import load
     claim = project.claim("fixture/validator-throughput")
     measured = load(claim, from_run(claim, run))
     row = measured[(measured["op"] == "modify") & (measured["cores"] == 32)]

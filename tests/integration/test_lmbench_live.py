@@ -203,7 +203,7 @@ def test_a_guest_run_survives_the_client_and_the_hosts_sshd_and_is_picked_up_by_
     assert run.status == "succeeded" and run.manifest["verdict"] == "inconclusive"
     log = (run.path / "log.txt").read_text()
     assert [f"tick {i}" for i in range(1, 7)] == re.findall(r"tick \d", log)  # the guest's output, in the host's log
-    assert _on_guest(bed, f"cat {ticks}").stdout.split() == sum(([f"tick", str(i)] for i in range(1, 7)), [])
+    assert _on_guest(bed, f"cat {ticks}").stdout.split() == sum((["tick", str(i)] for i in range(1, 7)), [])
     assert ozz["guest"].log_text().count("Accepted publickey") > guest_logins + 2  # the job's own logins, and ours
     claim = project.claim("ozzfx/lmbench-overhead")
     frame = load(claim, from_run(claim, run))

@@ -20,7 +20,6 @@ import pytest
 
 from reprobook.errors import OutputError
 from reprobook.loaders import get_loader, names
-from reprobook.parsers import verus as parse
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 from tests.support.artifacts import NR, STORAGE, VERUS

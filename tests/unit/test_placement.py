@@ -148,3 +148,20 @@ def test_progress_of_a_sweep_shows_points_done_of_total_and_the_current_point():
     assert progress_words(st) == "2/4 points done, now clients=6 duration=2.0 | "
     plain = JobStatus("r", "running", None, 1.0, None, 5.0, "1/2: build", 0, "")
     assert progress_words(plain) == "1/2: build | "
+
+
+def test_the_expected_end_moves_with_the_steps_skipped_and_the_points_done(tmp_path):
+    """The claim's total counts every step cold; from a step on, only that step and the later ones count."""
+    from reprobook.steps import expected_left_s
+    paper = load_paper(_paper(tmp_path, {
+        "parameters": {"clients": {"default": [1, 2, 4], "help": "h"}},
+        "setup": [{"name": "build", "run": "true", "expected_minutes": 45}],
+        "run": [{"name": "once", "run": "true", "expected_minutes": 1},
+                {"name": "each", "run": "true", "sweep": True, "expected_minutes": 2}]}))
+    claim = paper.claim("c")
+    assert claim.expected_minutes * 60 == expected_left_s(paper, claim, {}, "1/3: build") == (45 + 1 + 3 * 2) * 60
+    assert expected_left_s(paper, claim, {}, "2/3: once") == (1 + 3 * 2) * 60  # the build was skipped or quick
+    # in the sweep: the current point and those not started; fewer clients, fewer points
+    assert expected_left_s(paper, claim, {}, "3-2/3: each [point 2/3: clients=2]", points_done=1) == 2 * 2 * 60
+    assert expected_left_s(paper, claim, {"clients": [8]}, "3-1/3: each", points_done=0) == 2 * 60
+    assert expected_left_s(paper, claim, {}, "") is None and expected_left_s(paper, claim, {}, "9/3: what") is None
