@@ -212,11 +212,14 @@ def _start(project, claim, store, run_id, host: Host, script: str, params, resum
     """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow.
 
     ``params`` are those the run uses; the manifest's ``parameters`` are those ``asked`` for (what the run
-    id and ``auto`` go by), and ``adapted`` says what the hosts changed of them."""
+    id and ``auto`` go by), defaults filled in, ``given`` the names of those asked for explicitly (a run
+    resumed by id asks for those again, so that its hosts adapt it as they did), and ``adapted`` says
+    what the hosts changed of them."""
     paper = project.paper(claim.paper)
     job = Job(host, run_id)
+    asked = params if asked is None else asked
     run = store.create(claim, run_id, source="live", host=host.name,
-                       parameters=claim.resolve_params(params if asked is None else asked),
+                       parameters=claim.resolve_params(asked), given=sorted(asked),
                        remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                        status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                       for r in paper.repositories_for(claim)},
@@ -454,7 +457,13 @@ def resume(project: Project, run_id: str, *, progress: bool = True, poll_s: floa
     run = _live_run(project, run_id)
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
     where = (run.manifest.get("placement") or {}).get("cluster") or run.manifest["host"]
-    return perform(project, claim, where, run.manifest.get("parameters") or {}, run_id=run_id,
+    recorded = run.manifest.get("parameters") or {}
+    given = run.manifest.get("given")
+    if given is None:  # recorded before `given` was: the values that differ from the defaults
+        defaults = claim.resolve_params({})
+        given = [k for k, v in recorded.items() if claim.resolve_params({k: v})[k] != defaults.get(k)]
+    # only what was asked for explicitly: a default is not a choice, and the hosts adapt the rest again
+    return perform(project, claim, where, {k: recorded[k] for k in given if k in recorded}, run_id=run_id,
                    progress=progress, poll_s=poll_s)
 
 

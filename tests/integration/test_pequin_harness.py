@@ -182,6 +182,9 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
         if run.status == "succeeded":
             break
     assert run.id == cut and any("2 of 3 clients finished measuring" in f for f in failures), failures
+    # launched again, it was adapted to the small host as the first launch was (the defaults are not a choice)
+    assert run.manifest["adapted"][0]["set"] == {"small_host": True} and "not_made" not in run.manifest["adapted"][0]
+    assert run.manifest["given"] == sorted(params)
     assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
     log = (run.path / "log.txt").read_text()
     assert "[skipped: done in an earlier attempt]" in log
