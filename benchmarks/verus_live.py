@@ -147,8 +147,8 @@ def run(ctx: Context) -> list[Result]:
         f"{phases.counts.get('status polls', 0) / n:.0f} status polls (every {project.settings.poll_interval_s:g} s)",
         "plain (mean per run): " + ", ".join(f"{k} {fmt_s(v)}" for k, v in parts.items())
         + " (run.sh fetches the crates and builds, as reprobook's setup step does)",
-        f"the benchmark's own run-to-run noise is about ±10 s a repetition on a loaded 2-vCPU machine: "
-        f"one pair gives a rough ratio (--repeats N for more)",
+        "the benchmark's own run-to-run noise is about ±10 s a repetition on a loaded 2-vCPU machine: "
+        "one pair gives a rough ratio (--repeats N for more)",
         f"{rust}; last values (ns): reprobook {last['reprobook']}; plain {last['plain']}",
     ]
     return [Result("verus_live", "verus page-table claim live (perform vs ssh+git+cargo+scp)",

@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple
 
 import pandas as pd
 
 from ..errors import OutputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_COUNT = 2**31
 """Counts stay below this, so that they fit any integer column."""
