@@ -337,6 +337,10 @@ def _bounds(spec, rows, data, published):
     bound = _bound_words(lo, hi)
 
     def describe(w, m):
+        if lo and m >= 1:  # twice the lower bound or more (at most bounds m below 1): a ratio reads better
+            times = w[v] / lo
+            return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
+                    f"{f'{times:,.0f}' if times >= 100 else f'{times:.3g}'} times the lower bound")
         return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
                 f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%")
     return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)

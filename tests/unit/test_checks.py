@@ -73,3 +73,13 @@ def test_claim_aggregation_and_not_run(root):
     partial = ok[ok["op"] == "banana"].pipe(lambda d: pd.concat([d, pd.DataFrame({"op": ["x"], "cores": [1],
                                                                                   "ops_per_s_per_core": [1.0]})]))
     assert check_claim(claim, partial, source="s").verdict is Verdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("minimum, words", [
+    (4, "5 vs required >= 4 — closest to a bound by 25.0%"),       # near the bound: the room, in per cent
+    (2, "5 vs required >= 2 — 2.5 times the lower bound"),          # far above it: a ratio
+    (0.004, "5 vs required >= 0.004 — 1,250 times the lower bound"),
+])
+def test_bounds_reason_states_the_room_as_per_cent_near_the_bound_and_as_a_ratio_far_above_it(minimum, words):
+    r = evaluate_check(spec("at_least", min=minimum, select={"cores": 1, "op": "d"}), DATA, PUB)
+    assert r.verdict is Verdict.HOLDS and words in r.reason, r.reason
