@@ -337,12 +337,13 @@ def _bounds(spec, rows, data, published):
     bound = _bound_words(lo, hi)
 
     def describe(w, m):
-        if lo and m >= 1:  # twice the lower bound or more (at most bounds m below 1): a ratio reads better
+        if lo and m >= 1:  # twice the lower bound or more (only a lower bound gives m >= 1): a ratio reads better
             times = w[v] / lo
-            return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
-                    f"{f'{times:,.0f}' if times >= 100 else f'{times:.3g}'} times the lower bound")
-        return (f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — "
-                f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%")
+            room = f"{times:,.0f}" if times >= 100 else f"{times:.3g}"
+            room += " times the lower bound"
+        else:
+            room = f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%"
+        return f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — {room}"
     return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)
 
 
