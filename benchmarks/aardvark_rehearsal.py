@@ -1,6 +1,6 @@
 """Aardvark's three claims at rehearsal scale, run live with perform(), against doing the same by hand.
 
-reprobook: `reprobook.live.perform` of ``aardvark/vector-commitments``, ``aardvark/validator-throughput``
+reprobook: `reprobook.remote.live.perform` of ``aardvark/vector-commitments``, ``aardvark/validator-throughput``
 and ``aardvark/archive-throughput`` with ``scale=rehearsal`` and ``new=True``, one after the other on one
 host workdir (so the second and third reuse the checkout, the builds and the workload): connect, gather
 host facts, launch each detached job (sparse checkout with submodules from the mirror, the source
@@ -91,9 +91,9 @@ def _plain_script(work: Path, caches: Path, gomod: Path) -> dict[str, str]:
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook import hosts, jobs, live
-    from reprobook.config import load_project
-    from reprobook.loaders import load
+    from reprobook.remote import hosts, jobs, live
+    from reprobook.core.config import load_project
+    from reprobook.core.loaders import load
     from reprobook.sources import from_run
 
     if ctx.quick and not ctx.repeats_override:

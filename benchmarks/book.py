@@ -157,7 +157,7 @@ def _cold(name: str, what: str, cold: float, plain: float, executed: list[str], 
 def run(ctx: Context) -> list[Result]:
     if not ctx.mirror.is_dir():
         raise RuntimeError(f"no artifact mirror at {ctx.mirror}; set REPROBOOK_ARTIFACT_MIRROR")
-    from reprobook.execution import default_workers
+    from reprobook.book.execution import default_workers
     workers = default_workers()
     base = ctx.tmp / "book"
     root = base / "root"
@@ -200,8 +200,8 @@ def run(ctx: Context) -> list[Result]:
             raise RuntimeError(f"a rebuild with nothing changed did work:\n{log[-2000:]}")
         noop.append(took)
     s_noop = Samples(tuple(noop))
-    from reprobook.book import build as build_in_process
-    from reprobook.config import load_project
+    from reprobook.book.site import build as build_in_process
+    from reprobook.core.config import load_project
     with ctx.env(REPROBOOK_ROOT=str(root), REPROBOOK_RUNS=str(base / "runs"), REPROBOOK_ARTIFACT_MIRROR=str(ctx.mirror),
                  REPROBOOK_HOSTS=None, REPROBOOK_SSH_CONFIG=None), contextlib.redirect_stdout(io.StringIO()):
         in_proc = Samples(tuple(timed(lambda: build_in_process(root))[0] for _ in range(3)))
@@ -218,7 +218,7 @@ def run(ctx: Context) -> list[Result]:
         samples={"noop_s": s_noop.as_dict(), "in_process_s": in_proc.as_dict(), "import_cli_s": start.as_dict()}))
 
     ctx.log(f"record a new successful run of {CLAIM} (the mirror's archives.csv) and rebuild")
-    from reprobook.runs import RunStore
+    from reprobook.core.runs import RunStore
     claim = load_project(root).claim(CLAIM)
     run_ = RunStore(base / "runs").create(claim, "bench-recorded-run", source="live", host="local", status="succeeded")
     data = (ctx.mirror / ARCHIVES).read_bytes()

@@ -319,12 +319,12 @@ class Context:
         return self.tmp / "remote" / alias
 
     def host_spec(self, alias: str):
-        from reprobook.config import HostSpec
+        from reprobook.core.config import HostSpec
         return HostSpec(name=alias, ssh=alias, workdir=str(self.workdir(alias)))
 
     def ssh_host(self, alias: str):
-        """A fresh, not yet connected `reprobook.hosts.SshHost` for ``alias``."""
-        from reprobook.hosts import SshHost
+        """A fresh, not yet connected `reprobook.remote.hosts.SshHost` for ``alias``."""
+        from reprobook.remote.hosts import SshHost
         return SshHost(self.host_spec(alias), ssh_config=self.ssh_config)
 
     def ssh_argv(self, alias: str) -> list[str]:

@@ -1,11 +1,11 @@
 """End-to-end overhead of a live run of a trivial claim.
 
-reprobook: `reprobook.live.perform` with ``new=True`` (a fresh run id each time): connect, gather host
+reprobook: `reprobook.remote.live.perform` with ``new=True`` (a fresh run id each time): connect, gather host
 facts, launch the detached job, poll it to completion, fetch its one small output, write the manifest.
 Plain: ``ssh -F cfg node1 'cd dir && ... echo 42 > out/result.txt'`` then ``scp`` of that file.
 
 Timed in-process (the interpreter is already running, modules imported by a warm-up run); the cost
-of starting Python and importing ``reprobook.live`` is measured apart.
+of starting Python and importing ``reprobook.remote.live`` is measured apart.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def _paper() -> dict:
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook import hosts, jobs, live, runs
-    from reprobook.config import load_project
+    from reprobook.remote import hosts, jobs, live
+    from reprobook.core import runs
+    from reprobook.core.config import load_project
 
     alias = ctx.node(1)
     root = ctx.write_project("e2e", [alias], _paper())
@@ -105,8 +106,8 @@ def run(ctx: Context) -> list[Result]:
     if (local / "result.txt").read_text().strip() != "42":
         raise RuntimeError("plain ssh + scp did not bring back 42")
 
-    ctx.log("interpreter start: python -c 'import reprobook.live' vs python -c 'pass'")
-    start = interpreter_start("import reprobook.live", ctx.repeats(3, 1))
+    ctx.log("interpreter start: python -c 'import reprobook.remote.live' vs python -c 'pass'")
+    start = interpreter_start("import reprobook.remote.live", ctx.repeats(3, 1))
     bare = interpreter_start("pass", ctx.repeats(3, 1))
     js = None if ctx.quick else interpreter_start("import jsonschema", 1)
 
@@ -140,7 +141,7 @@ def run(ctx: Context) -> list[Result]:
                         "host_cpu_core_s_per_run": {k: v / n for k, v in host_cpu.items()}}),
         Result("e2e", "e2e trivial claim, absolute", f"reprobook {fmt_s(rb)} in-process",
                value=rb, unit="s", target=f"<= {TARGET_ABS_S:g} s", passed=rb <= TARGET_ABS_S),
-        Result("e2e", "interpreter start + import reprobook.live",
+        Result("e2e", "interpreter start + import reprobook.remote.live",
                f"{fmt_s(start.median)} (bare python {fmt_s(bare.median)}); load_project {fmt_s(load_s.median)}",
                value=start.median, unit="s", plain_tool="python -c pass", plain_value=bare.median,
                notes=["not part of the in-process figures above"

@@ -1,7 +1,7 @@
 """One command on 8 hosts (and on 36, a Pesto cluster) at once against the same command on 1 host.
 
 Eight hosts ``node1`` .. ``node8`` (127.0.0.2 .. 127.0.0.9), one sshd each. reprobook:
-`reprobook.group.HostGroup.run` on a new group (connections opened in parallel, as a notebook does
+`reprobook.remote.group.HostGroup.run` on a new group (connections opened in parallel, as a notebook does
 it once) and again on the same group (connections open). Plain: ``ssh -F cfg nodeN cmd`` as 8
 parallel subprocesses against 1.
 
@@ -43,7 +43,7 @@ def run(ctx: Context) -> list[Result]:
 
 
 def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool, n_hosts: int = N_HOSTS) -> list[Result]:
-    from reprobook.group import HostGroup
+    from reprobook.remote.group import HostGroup
 
     first = 2 if startup_files else 22
     ctx.log(f"starting {n_hosts} sshd hosts on 127.0.0.{first} .. 127.0.0.{first + n_hosts - 1}, "

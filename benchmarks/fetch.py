@@ -1,6 +1,6 @@
 """Fetching a run's outputs: many megabytes in many files, from a host over SSH.
 
-reprobook: `reprobook.transfer.fetch` (method ``auto``: rsync over OpenSSH for bulk) into an empty
+reprobook: `reprobook.remote.transfer.fetch` (method ``auto``: rsync over OpenSSH for bulk) into an empty
 run directory, on a host object already connected (as after polling a run; its first fetch still
 asks once whether the host has rsync). Plain: ``rsync -a -e "ssh -F cfg" node1:dir/ local/`` into
 an empty directory. Both take turns, each into a fresh directory, with dirty pages flushed
@@ -69,8 +69,8 @@ def _timed_popen(lifetimes: list[float]):
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook import transfer
-    from reprobook.config import OutputSpec
+    from reprobook.remote import transfer
+    from reprobook.core.config import OutputSpec
 
     alias = ctx.node(1)
     n_files, size = (128, MIB) if ctx.quick else (1000, MIB)

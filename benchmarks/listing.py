@@ -1,6 +1,6 @@
 """Listing a million output files on a host: time, and the memory the listing takes.
 
-reprobook: `reprobook.transfer.survey` of one output whose directory holds N empty files (a million;
+reprobook: `reprobook.remote.transfer.survey` of one output whose directory holds N empty files (a million;
 ``--quick``: 100,000) in 1000 subdirectories (on tmpfs, ``/dev/shm``, where there is one), on a host
 already connected (as after polling a run).
 It runs in a fresh Python process, whose peak resident memory is reset just before the survey
@@ -31,9 +31,9 @@ TARGET_BYTES_PER_FILE = 128    # and within 128 bytes of memory per file listed
 _CHILD = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    from reprobook import transfer
-    from reprobook.config import HostSpec, OutputSpec
-    from reprobook.hosts import SshHost
+    from reprobook.remote import transfer
+    from reprobook.core.config import HostSpec, OutputSpec
+    from reprobook.remote.hosts import SshHost
 
     def status(key):
         with open("/proc/self/status") as f:

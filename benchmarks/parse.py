@@ -136,10 +136,10 @@ def inputs(mirror: Path, tmp: Path) -> list[tuple]:
     what the file is built from)."""
     import pandas as pd
 
-    from reprobook.loaders.verus import IRONKV_COLUMNS
-    from reprobook.parsers import aardvark as pa
-    from reprobook.parsers import jsonfmt, latex, tables
-    from reprobook.parsers import verus as pv
+    from reprobook.papers.verus.loaders import IRONKV_COLUMNS
+    from reprobook.papers.aardvark import parsers as pa
+    from reprobook.formats import jsonfmt, latex, tables
+    from reprobook.papers.verus import parsers as pv
 
     tmp.mkdir(parents=True, exist_ok=True)
     out = []
@@ -248,7 +248,7 @@ def stats_tree(mirror: Path, root: Path, n: int = TREE_FILES) -> list[Path]:
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook.parsers import jsonfmt
+    from reprobook.formats import jsonfmt
 
     m = ctx.mirror
     if not m.is_dir():

@@ -1,6 +1,6 @@
 """Polling a long detached job: CPU used by the waiting process and SSH connections opened.
 
-reprobook: `reprobook.jobs.launch` of ``sleep N``, then ``Job.wait(progress=False, poll_s=5)`` in this
+reprobook: `reprobook.remote.jobs.launch` of ``sleep N``, then ``Job.wait(progress=False, poll_s=5)`` in this
 process. CPU is ``time.process_time()`` (every thread of the process, paramiko's included) over the
 wait, divided by its wall time. Connections are counted twice: new connections made by
 ``SshHost._open``, and logins in the sshd's own log (``Accepted publickey``).
@@ -22,7 +22,7 @@ TARGET_CONNECTIONS = 1
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook import hosts, jobs
+    from reprobook.remote import hosts, jobs
 
     n_s = 300 if ctx.full else (8 if ctx.quick else 60)
     alias = ctx.node(1)

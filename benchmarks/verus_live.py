@@ -1,6 +1,6 @@
 """A real claim run live, against doing the same by hand: Verus's page-table benchmark (Claim C, Fig 11).
 
-reprobook: `reprobook.live.perform` of ``verus/page-table`` from the project's own configuration with
+reprobook: `reprobook.remote.live.perform` of ``verus/page-table`` from the project's own configuration with
 ``rust=host, repetitions=1`` and ``new=True``: connect, gather host facts, launch the detached job
 (clone at the pinned commit, the claim's setup steps, which fetch the crates and build, and its run step,
 the authors' ``run.sh`` under ``RUSTUP_TOOLCHAIN=stable``), poll it to the end, fetch ``page-table.log``,
@@ -56,9 +56,9 @@ def _skipped(why: str) -> list[Result]:
 
 
 def run(ctx: Context) -> list[Result]:
-    from reprobook import hosts, jobs, live
-    from reprobook.config import load_project
-    from reprobook.parsers.verus import read_page_table_log
+    from reprobook.remote import hosts, jobs, live
+    from reprobook.core.config import load_project
+    from reprobook.papers.verus.parsers import read_page_table_log
 
     if ctx.quick and not ctx.repeats_override:
         return _skipped("--quick (each side runs the real benchmark for about a minute)")

@@ -17,10 +17,11 @@ __version__ = "0.1.0"
 # Names are imported on first use (PEP 562): the command line and the run machinery start
 # without loading pandas, matplotlib and seaborn.
 _LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "deviations", "evaluate", "glue_verdict",
-                                     "import_run", "load", "obtain", "panel", "plan", "plot", "project", "published",
+                                     "import_run", "load", "obtain", "plan", "plot", "project", "published",
                                      "tolerance")},
-         **{name: "checks" for name in ("ClaimVerdict", "Verdict")},
+         **{name: "core.checks" for name in ("ClaimVerdict", "Verdict")},
          "run_all": "pool",
+         "panel": "widgets",
          **{name: "errors" for name in ("ConfigError", "ExperimentError", "OutputError", "ReprobookError",
                                         "TestbedError")}}
 
@@ -31,7 +32,7 @@ def __getattr__(name: str):
     import importlib
 
     if name == "plots":
-        return importlib.import_module(".plots", __name__)
+        return importlib.import_module(".book.plots", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module("." + _LAZY[name], __name__), name)
         globals()[name] = value

@@ -11,8 +11,10 @@ from typing import Mapping
 
 import pandas as pd
 
-from . import checks, loaders, pages, plots, sources, verdicts
-from .config import Claim, Project, duration_words, load_project
+from reprobook.core import checks, loaders, verdicts
+from reprobook.book import pages, plots
+from reprobook import sources
+from reprobook.core.config import Claim, Project, duration_words, load_project
 
 _PROJECTS: dict[tuple, Project] = {}
 _CHECKED: dict[str, sources.Outputs] = {}  # claim key -> the outputs of its latest check in this process
@@ -30,7 +32,7 @@ def claim(key: str) -> Claim:
     """A claim by ``paper/claim``, e.g. ``aardvark/validator-throughput``.
 
     In a notebook (the first call every claim page makes) it also has tables shown without
-    pandas' index, scrolling within their cell (`reprobook.pages.show_tables`). That is done
+    pandas' index, scrolling within their cell (`reprobook.book.pages.show_tables`). That is done
     here rather than on import: the book's kernels are forked from a process that imported
     the library before any notebook shell existed.
     """
@@ -62,7 +64,7 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     A run on a host below the claim's requirements (``allow_small_host``)
     carries that as a warning beside the verdict.
     """
-    from .requirements import differences
+    from reprobook.core.requirements import differences
     label = outputs.label if outputs.available else "not run"
     warnings = [f"the host fell short of this claim's machine requirements: {'; '.join(outputs.shortfalls)}. "
                 f"Its numbers are not comparable with the paper's."] if outputs.shortfalls else []
@@ -100,10 +102,10 @@ def deviations(claim: Claim, outputs: sources.Outputs):
     For a live or imported run: its scale (with what it means), each deviation recorded in its
     manifest (toolchains substituted, source constants patched, with the diff) and the toolchains
     its steps reported. For the authors' shipped outputs: the paper's scale, as the authors ran it.
-    See `reprobook.scales`.
+    See `reprobook.core.scales`.
     """
     from IPython.display import Markdown
-    from .scales import PAPER
+    from reprobook.core.scales import PAPER
     if not outputs.available:
         return Markdown("Nothing was measured, so there is no scale or deviation to report.")
     if outputs.kind == "reference":
@@ -138,7 +140,7 @@ def published(claim: Claim, *, y: str) -> pd.DataFrame:
 
 
 def tolerance(claim: Claim, *, y: str | None = None):
-    """What the claim's checks accept for column ``y`` (default: its plot's y): see `reprobook.plots.tolerance`."""
+    """What the claim's checks accept for column ``y`` (default: its plot's y): see `reprobook.book.plots.tolerance`."""
     return plots.tolerance(claim, y=y)
 
 
@@ -160,19 +162,6 @@ def plot(claim: Claim, measured: pd.DataFrame | Mapping[str, pd.DataFrame], **ov
     return plots.claim_figure(claim, measured, **overrides)
 
 
-def panel(claim: Claim | str, *, poll_s: float = 1.0):
-    """The claim's control panel in JupyterLab: host, parameters, launch / attach / cancel, progress, plot and verdict.
-
-    See `reprobook.widgets.Panel`. On the website (no kernel) it is a note saying it needs JupyterLab.
-
-    Examples
-    --------
-    >>> rb.panel(claim)  # the last line of a cell
-    """
-    from .widgets import panel as make
-    return make(claim, poll_s=poll_s)
-
-
 def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict | None = None):
     """Measured against published, cell by cell: the value, the ratio, and each cell's verdict.
 
@@ -182,7 +171,7 @@ def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict |
     verdict of the check that judged that cell (``—`` when no check did).
     Returns a pandas Styler (the frame is ``.data``).
     """
-    from .compare import comparison
+    from reprobook.book.compare import comparison
     frame = comparison(claim, measured, verdict)
     return frame.style.hide(axis="index").format(precision=3, na_rep="—")
 
@@ -190,11 +179,11 @@ def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict |
 def plan(claim: Claim):
     """The live run of the claim, step by step (commands, directories, expected times), as Markdown."""
     from IPython.display import Markdown
-    from .steps import plan as step_plan
+    from reprobook.remote.steps import plan as step_plan
     paper = project().paper(claim.paper)
     lines = []
     if claim.runs_live:
-        from .steps import sweep_points
+        from reprobook.remote.steps import sweep_points
         where = "the host" if not claim.roles else f"the {claim.control_role} host"
         lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
                   f"{where} as one detached job. A step that finished is not run again when a failed run is "
@@ -307,7 +296,7 @@ def glue_verdict(verdict: checks.ClaimVerdict) -> None:
     """Record the verdict for the book (MyST-NB glue) and, under ``reprobook run``, for the run directory.
 
     During ``reprobook book`` it also writes the verdict's record for the summary page
-    (`reprobook.verdicts`), so that the summary does not compute it a second time.
+    (`reprobook.core.verdicts`), so that the summary does not compute it a second time.
     """
     out = os.environ.get("REPROBOOK_VERDICT_FILE")
     if out:

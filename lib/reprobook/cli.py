@@ -11,14 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import ReprobookError
+from reprobook.errors import ReprobookError
 
 EXIT_FAILS, EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_NOT_RUN = 1, 2, 3, 4
 _EXIT = {"holds": 0, "fails": EXIT_FAILS, "inconclusive": EXIT_INCONCLUSIVE, "not run": EXIT_NOT_RUN}
 
 
 def _project():
-    from .config import load_project
+    from reprobook.core.config import load_project
     return load_project()
 
 
@@ -72,7 +72,7 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
     out = run.path / "notebook.ipynb"
     from jupyter_client.manager import KernelManager
     # the kernel's channels encrypted (CurveZMQ), which also keeps its plain-TCP warning off the terminal
-    from .kernels import transport_encryption
+    from reprobook.book.kernels import transport_encryption
     km = KernelManager(kernel_name="python3", transport_encryption=transport_encryption())
     try:
         pm.execute_notebook(str(_notebook_for(project, claim)), str(out), parameters={"source": source, **params},
@@ -132,8 +132,8 @@ def _parse_params(pairs) -> dict:
 
 
 def cmd_run(args) -> int:
-    from .live import perform
-    from .runs import RunStore
+    from reprobook.remote.live import perform
+    from reprobook.core.runs import RunStore
     if args.all or args.hosts:
         return _run_all(args)
     project = _project()
@@ -154,7 +154,7 @@ def cmd_run(args) -> int:
                            status="evaluating", parameters=params)
         source = args.source
     else:
-        from .sources import obtain
+        from reprobook.sources import obtain
         obtain(project, claim, args.source, params=params, progress=False)  # an unknown source: a clear error
         run = store.load(args.source)
         source = args.source
@@ -167,7 +167,7 @@ def cmd_run(args) -> int:
 
 def _run_all(args) -> int:
     """``run PAPER --all --hosts a,b,c``: every live claim of the paper on the pool, in parallel (`reprobook.pool`)."""
-    from .pool import run_all
+    from reprobook.pool import run_all
     if not (args.all and args.hosts):
         raise ReprobookError("--all and --hosts go together: `reprobook run PAPER --all --hosts a,b,c` runs every "
                              "claim of PAPER that runs live on a pool of hosts")
@@ -202,16 +202,16 @@ def _run_all(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import write_report
+    from reprobook.report import write_report
     project = _project()
     project.paper(args.paper)  # an unknown paper: a clear error, listing the known ones
     md, js = write_report(args.paper, args.out)
-    print(f"wrote {md} (Markdown, for the review form) and {js} (JSON, schema: lib/reprobook/schemas/report.json)")
+    print(f"wrote {md} (Markdown, for the review form) and {js} (JSON, schema: lib/reprobook/core/schemas/report.json)")
     return 0
 
 
 def cmd_runs(args) -> int:
-    from .runs import RunStore
+    from reprobook.core.runs import RunStore
     project = _project()
     claim = project.claim(args.claim) if args.claim else None
     runs, notes = RunStore(project.settings.runs_dir).runs(claim), []
@@ -234,8 +234,8 @@ def cmd_runs(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from .live import repair, status
-    from .runs import RunStore
+    from reprobook.remote.live import repair, status
+    from reprobook.core.runs import RunStore
     project = _project()
     run = RunStore(project.settings.runs_dir).load(args.run_id)
     for line in repair(project, run):  # a process killed half-way left it: what the disk and the host say
@@ -254,7 +254,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from .live import reattach, resume
+    from reprobook.remote.live import reattach, resume
     project = _project()
     run = (resume if args.resume else reattach)(project, args.run_id, progress=not args.quiet)
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
@@ -271,15 +271,15 @@ def _waiting_for(run):
 
 
 def cmd_cancel(args) -> int:
-    from .live import cancel
+    from reprobook.remote.live import cancel
     st = cancel(_project(), args.run_id)
     print(f"run {args.run_id}: {st.state}")
     return 0
 
 
 def cmd_check_host(args) -> int:
-    from .hosts import open_host
-    from .requirements import shortfalls
+    from reprobook.remote.hosts import open_host
+    from reprobook.core.requirements import shortfalls
     project = _project()
     if args.host in project.hosts.clusters:
         return _check_cluster(project, args)
@@ -303,8 +303,8 @@ def cmd_check_host(args) -> int:
 
 def _check_cluster(project, args) -> int:
     """check-host on a cluster: every host at once, judged by the roles it plays in the claim."""
-    from .errors import ConfigError
-    from .placement import PlacementRefused, place, survey
+    from reprobook.errors import ConfigError
+    from reprobook.remote.placement import PlacementRefused, place, survey
     if not args.claim:
         raise ConfigError(f"{args.host} is a cluster: name the claim whose roles its hosts are judged by, "
                           f"with --claim PAPER/CLAIM")
@@ -329,7 +329,7 @@ def _check_cluster(project, args) -> int:
 
 
 def cmd_import(args) -> int:
-    from .sources import import_files
+    from reprobook.sources import import_files
     project = _project()
     claim = project.claim(args.claim)
     files: dict[str, list[str]] = {}
@@ -353,13 +353,13 @@ def cmd_import(args) -> int:
 
 
 def cmd_trust_host(args) -> int:
-    from .trust import trust_host
+    from reprobook.remote.trust import trust_host
     return trust_host(_project(), args.host, assume_yes=args.yes)
 
 
 def cmd_book(args) -> int:
-    from .book import build
-    from .config import find_root
+    from reprobook.book.site import build
+    from reprobook.core.config import find_root
     return EXIT_ERROR if build(find_root(), clean=args.clean, quiet=args.quiet, workers=args.workers) else 0
 
 
@@ -407,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="write the evaluator's report of a paper (Markdown and JSON)",
                        description="Judge every claim of a paper from its latest run (else the authors' shipped "
                                    "outputs) and write PAPER-report.md, for a review form, and PAPER-report.json "
-                                   "(schema: lib/reprobook/schemas/report.json): per claim the verdict, margin, "
+                                   "(schema: lib/reprobook/core/schemas/report.json): per claim the verdict, margin, "
                                    "source, runs, the host's facts and how they differ from the authors' machine, "
                                    "and the ACM badge the evidence supports, with the reason.")
     s.add_argument("paper", help="e.g. aardvark")

@@ -4,13 +4,13 @@
 
 1. **Plan**, before anything starts: every host is probed once, in parallel, for the facts all
    the claims ask about; each claim is given a host that meets its requirements
-   (`reprobook.requirements.shortfalls`), the longest claims first, each to the eligible host
+   (`reprobook.core.requirements.shortfalls`), the longest claims first, each to the eligible host
    with the least work so far. A claim no host can take, with each host's shortfalls, a host
    that cannot be reached, and a claim that reprobook cannot run (its steps are done by hand)
    are said before any run starts.
 2. **Run**: each host runs its claims one after another (a host runs one benchmark at a time,
-   `reprobook.jobs`), the hosts in parallel. Every claim is a detached job on its host
-   (`reprobook.live.perform`), so an interrupted ``--all`` loses nothing: running it again
+   `reprobook.remote.jobs`), the hosts in parallel. Every claim is a detached job on its host
+   (`reprobook.remote.live.perform`), so an interrupted ``--all`` loses nothing: running it again
    attaches to each run. One view shows every claim's state.
 3. **Summarise**: each finished run is judged like any other (`reprobook.api.evaluate`), its
    verdict recorded in its manifest, and one table says, per claim, host, run, time and verdict.
@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, TextIO
 
-from .config import Claim, Project
-from .errors import ConfigError, ReprobookError
+from reprobook.core.config import Claim, Project
+from reprobook.errors import ConfigError, ReprobookError
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class PoolResult:
 
     def table(self) -> list[dict]:
         """One row per claim: claim, host, run, status, time, verdict, margin."""
-        from .checks import margin_words
+        from reprobook.core.checks import margin_words
         return [{"claim": r.claim, "host": r.host or "-", "run id": r.run_id or "-", "status": r.status,
                  "time": f"{r.seconds:.1f} s" if r.seconds else "-", "verdict": r.verdict,
                  "margin": margin_words(r.margin)} for r in self.runs]
@@ -110,8 +110,8 @@ def plan(project: Project, paper_id: str, hosts: Iterable[str], *, claims: Itera
 
     Raises `ConfigError` for an unknown paper, claim or host, or when no claim of the paper runs live.
     """
-    from .hosts import open_host
-    from .requirements import shortfalls
+    from reprobook.remote.hosts import open_host
+    from reprobook.core.requirements import shortfalls
     paper = project.paper(paper_id)
     names = list(dict.fromkeys(h.strip() for h in hosts if h.strip()))
     if not names:
@@ -251,11 +251,11 @@ def run_all(paper: str, hosts: Iterable[str] | str, *, project: Project | None =
     >>> result = rb.run_all("aardvark", ["node1", "node2"], params={"scale": "rehearsal"})  # doctest: +SKIP
     >>> [(r.claim, r.host, r.verdict) for r in result.runs]                                  # doctest: +SKIP
     """
-    from . import api, sources
-    from .live import perform
-    from .runs import RunStore
+    from reprobook import api, sources
+    from reprobook.remote.live import perform
+    from reprobook.core.runs import RunStore
     if project is None:
-        from .api import project as current
+        from reprobook.api import project as current
         project = current()
     hosts = hosts.split(",") if isinstance(hosts, str) else list(hosts)
     params = dict(params or {})

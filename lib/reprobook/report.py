@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import verdicts
-from .api import evaluate, project
-from .checks import colour_of, margin_words
+from reprobook.core import verdicts
+from reprobook.api import evaluate, project
+from reprobook.core.checks import colour_of, margin_words
 
 
 def _claim_href(paper: str, claim: str, *, from_dir: str) -> str:
@@ -49,7 +49,7 @@ def summary_frame(verdicts_dir: str | Path | None = None) -> pd.DataFrame:
     """One row per claim of every paper: verdict, margin, source.
 
     During a book build (``verdicts_dir``, by default ``$REPROBOOK_VERDICTS``) the rows come from
-    the verdicts the claim pages recorded in the same build (`reprobook.verdicts`); a claim without
+    the verdicts the claim pages recorded in the same build (`reprobook.core.verdicts`); a claim without
     a usable record, and every claim outside a build, is evaluated here from its data. The keys of
     those are in ``attrs["evaluated"]``, and why, in ``attrs["why_evaluated"]``;
     `summary_note` says so on the page.
@@ -141,7 +141,7 @@ def build_stamp(root: str | Path | None = None) -> str:
     import datetime as dt
     import subprocess
 
-    from . import __version__
+    from reprobook import __version__
     root = Path(root) if root else project().root
 
     def git(*args: str) -> str:
@@ -158,7 +158,7 @@ def build_stamp(root: str | Path | None = None) -> str:
 
 # --------------------------------------------------------------------------- the evaluator's report
 
-SCHEMA = Path(__file__).parent / "schemas" / "report.json"
+SCHEMA = Path(__file__).parent / "core" / "schemas" / "report.json"
 BADGES = ("Available", "Functional", "Reproduced")
 """The ACM artifact badges a report suggests, lowest first."""
 
@@ -171,7 +171,7 @@ def suggest_badge(claim, outputs, verdict, *, public: bool) -> tuple[str | None,
     requirements, and the claim holds). Judging the authors' shipped outputs shows that the
     published numbers match the authors' own files, which is neither: at most *Available*.
     """
-    from .checks import Verdict
+    from reprobook.core.checks import Verdict
     available = ("the artifact's repositories are public and pinned to commits" if public else "")
     kind = outputs.kind if outputs.available else "none"
     if kind in ("none", "reference"):
@@ -197,7 +197,7 @@ def suggest_badge(claim, outputs, verdict, *, public: bool) -> tuple[str | None,
 
 
 def _claim_entry(project_, claim, store) -> dict:
-    from .requirements import differences
+    from reprobook.core.requirements import differences
     ev = evaluate(claim)
     o, v = ev.outputs, ev.verdict
     paper = project_.paper(claim.paper)
@@ -237,8 +237,8 @@ def paper_report(paper_id: str) -> dict:
     """
     import datetime as dt
 
-    from . import __version__
-    from .runs import RunStore
+    from reprobook import __version__
+    from reprobook.core.runs import RunStore
     proj = project()
     paper = proj.paper(paper_id)
     store = RunStore(proj.settings.runs_dir)

@@ -6,7 +6,7 @@
                with the same parameters, else the authors' shipped outputs,
                else nothing (the verdict is then "not run", with the reason);
 ``reference``  the authors' shipped outputs, from the artifact mirror or git;
-``live``       perform the experiment now on ``host`` (see `reprobook.live`);
+``live``       perform the experiment now on ``host`` (see `reprobook.remote.live`);
 a run id       that recorded run (its files are checked against the manifest).
 """
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import artifacts
-from .config import Claim, Project
-from .errors import ArtifactError, ConfigError, OutputError
-from .runs import Run, RunStore
+from reprobook.core import artifacts
+from reprobook.core.config import Claim, Project
+from reprobook.errors import ArtifactError, ConfigError, OutputError
+from reprobook.core.runs import Run, RunStore
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Outputs:
     parameters: Mapping = field(default_factory=dict)   # the run's parameters ({} for shipped outputs: the paper's)
     scale: str | None = None             # the run's scale (None for shipped outputs: the authors' own runs)
     deviations: tuple = ()               # what the run did differently from the guide (dicts: kind, what, diff)
-    toolchains: tuple[str, ...] = ()     # the toolchains its steps reported using (reprobook.scales.TOOLCHAIN_MARKER)
+    toolchains: tuple[str, ...] = ()     # the toolchains its steps reported using (reprobook.core.scales.TOOLCHAIN_MARKER)
 
     @property
     def available(self) -> bool:
@@ -93,7 +93,7 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
 
 def run_scale(claim: Claim, run: Run) -> dict:
     """A run's parameters, scale, deviations and reported toolchains, as `Outputs` fields."""
-    from .scales import toolchains_from_log
+    from reprobook.core.scales import toolchains_from_log
     params = dict(run.manifest.get("parameters") or {})
     scale = run.manifest.get("scale") or (params.get("scale") if claim.scales else None)
     try:
@@ -187,7 +187,7 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
     if source == "reference":
         return reference(project, claim)
     if source == "live":
-        from .live import perform
+        from reprobook.remote.live import perform
         run = perform(project, claim, host, dict(params or {}), new=new,
                       allow_insufficient=allow_insufficient, progress=progress)
         return from_run(claim, run, redact_hosts=project.settings.redact_hosts)

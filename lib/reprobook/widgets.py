@@ -8,7 +8,7 @@ edits the claim's parameters in a form made from the claim, launches a live
 run, attaches to a recorded one or cancels it, follows it with a progress bar
 and the last lines of its log, and when it ends shows the plot and the verdict
 with the same calls as the claim's notebook (`reprobook.api`). Runs go through
-`reprobook.live` (``perform``, ``reattach``, ``status``, ``cancel``) in a
+`reprobook.remote.live` (``perform``, ``reattach``, ``status``, ``cancel``) in a
 background thread, so the notebook stays usable meanwhile. Without a kernel
 (the website) the panel is a note saying where it works.
 
@@ -29,10 +29,10 @@ import matplotlib.pyplot as plt
 import yaml
 from IPython.display import display
 
-from . import api
-from .config import Claim, Project
-from .errors import ConfigError, ReprobookError
-from .runs import Run, RunStore
+from reprobook import api
+from reprobook.core.config import Claim, Project
+from reprobook.errors import ConfigError, ReprobookError
+from reprobook.core.runs import Run, RunStore
 
 NOTE = "The control panel of this claim needs JupyterLab with a running kernel (make lab)."
 
@@ -108,8 +108,8 @@ def recorded_check(project: Project, claim: Claim, target: str) -> HostCheck | N
 
 def check_now(project: Project, claim: Claim, target: str) -> HostCheck:
     """Reach ``target`` (every host of a cluster at once) and judge it against the claim's requirements."""
-    from .placement import place, survey
-    from .runs import utcnow
+    from reprobook.remote.placement import place, survey
+    from reprobook.core.runs import utcnow
     try:
         placement = place(project, claim, target)
         with survey(project, claim, placement, allow_insufficient=True) as sv:
@@ -238,8 +238,8 @@ class Panel(w.VBox):
 
     Notes
     -----
-    The blocking calls (`reprobook.live.perform`, ``reattach``, ``cancel``, a
-    host check) run in a background thread; the progress (`reprobook.live.status`)
+    The blocking calls (`reprobook.remote.live.perform`, ``reattach``, ``cancel``, a
+    host check) run in a background thread; the progress (`reprobook.remote.live.status`)
     is read in another, every ``poll_s``. A run is the same one the command line
     would make: ``reprobook status RUN_ID`` and ``reprobook attach RUN_ID`` see it.
     """
@@ -368,28 +368,28 @@ class Panel(w.VBox):
             self._say(html.escape(exc.message), error=True)
             return
         target, new, allow = self.host.value, self.fresh.value, self.allow_small.value
-        from .live import perform
+        from reprobook.remote.live import perform
         found: dict[str, str] = {}
         self._go(lambda: perform(self.project, self.claim, target, params, new=new, allow_insufficient=allow,
                                  progress=False, poll_s=self.poll_s, on_run=lambda run: found.update(id=run.id)),
                  find=lambda: found.get("id"), what=f"launching on {target}", where=target)
 
     def attach(self) -> None:
-        """Follow the chosen recorded run to its end (`reprobook.live.reattach`), then judge it."""
+        """Follow the chosen recorded run to its end (`reprobook.remote.live.reattach`), then judge it."""
         run_id = self.runs.value
         if not run_id:
             self._say("no recorded live run of this claim to attach to", error=True)
             return
-        from .live import reattach
+        from reprobook.remote.live import reattach
         self._go(lambda: reattach(self.project, run_id, progress=False, poll_s=self.poll_s), find=lambda: run_id,
                  what=f"attaching to {run_id}", where="")
 
     def cancel(self) -> None:
-        """Stop the run on its host (`reprobook.live.cancel`); the launch then ends as cancelled."""
+        """Stop the run on its host (`reprobook.remote.live.cancel`); the launch then ends as cancelled."""
         run_id = self.run_id
         if not run_id:
             return
-        from .live import cancel
+        from reprobook.remote.live import cancel
         self.cancel_button.disabled = True
         self._say(f"cancelling run <code>{run_id}</code>…")
 
@@ -423,7 +423,7 @@ class Panel(w.VBox):
 
     def _follow(self, find: Callable[[], str | None], outcome: dict, where: str) -> None:
         """Poll the run's status while the worker waits for it; then show how it ended."""
-        from .live import status
+        from reprobook.remote.live import status
         while self._worker.is_alive():
             if self.run_id is None:
                 self.run_id = find()
@@ -457,8 +457,8 @@ class Panel(w.VBox):
         except ReprobookError as exc:
             self.step.value = f"<small>status unavailable: {html.escape(exc.message)}</small>"
             return
-        from .jobs import progress_words
-        from .steps import expected_left_s
+        from reprobook.remote.jobs import progress_words
+        from reprobook.remote.steps import expected_left_s
         expected = (self.claim.expected_minutes or 0) * 60
         left = expected_left_s(self.project.paper(self.claim.paper), self.claim, self._run_params(), st.step,
                                st.points_done)
@@ -506,5 +506,13 @@ class Panel(w.VBox):
 
 
 def panel(key: str | Claim, *, poll_s: float = 1.0) -> Panel:
-    """The control panel of a claim (see `Panel`); in a notebook, show it by making it the cell's value."""
+    """The claim's control panel in JupyterLab: host, parameters, launch / attach / cancel, progress, plot and verdict.
+
+    See `Panel`. In a notebook, show it by making it the cell's value; on the website (no kernel)
+    it is a note saying it needs JupyterLab.
+
+    Examples
+    --------
+    >>> rb.panel(claim)  # the last line of a cell
+    """
     return Panel(api.claim(key) if isinstance(key, str) else key, poll_s=poll_s)

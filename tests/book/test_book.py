@@ -214,8 +214,8 @@ def test_new_run_re_executes_only_its_page_its_chapter_and_the_summary(site, mir
     """Record a run for one claim: its page, its chapter and the summary re-execute, and show the run as their source."""
     import hashlib
 
-    from reprobook.config import load_project
-    from reprobook.runs import RunStore
+    from reprobook.core.config import load_project
+    from reprobook.core.runs import RunStore
     runs = tmp_path / "runs"
     claim = load_project(ROOT).claim("aardvark/archive-throughput")
     run = RunStore(runs).create(claim, "recorded-by-test", source="live", host="local", status="succeeded")
@@ -347,7 +347,7 @@ def test_claim_page_opens_with_its_verdict_badge_above_the_fold(site, claim, tmp
 
 @pytest.mark.browser
 def test_chapter_pages_list_every_claim_with_the_summarys_verdict(site):
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     cells = "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText.trim()))"
     with browser() as b:
         page = b.new_page()

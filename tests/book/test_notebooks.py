@@ -25,7 +25,7 @@ def test_committed_without_outputs(path):
 
 
 def test_every_claim_has_a_notebook():
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     keys = {c.key for c in load_project(ROOT).all_claims()}
     assert keys == {f"{p.parent.name}/{p.stem}" for p in CLAIMS}
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from reprobook import book, execution, verdicts
+from reprobook.book import site as book, execution
+from reprobook.core import verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.book
@@ -102,7 +103,7 @@ def test_a_failing_page_is_reported_with_its_traceback_and_the_last_pages_do_not
 
 def test_a_second_build_of_the_same_tree_waits_and_says_who_holds_it(tmp_path):
     build_dir = tmp_path / "_build"
-    code = ("import sys; from pathlib import Path; from reprobook.book import locked\n"
+    code = ("import sys; from pathlib import Path; from reprobook.book.site import locked\n"
             "with locked(Path(sys.argv[1])):\n    print('building', flush=True)\n")
     with book.locked(build_dir):
         holder = book.lock_holder(build_dir / book.LOCK)
@@ -166,7 +167,7 @@ def test_a_cold_build_executes_every_page_once_in_parallel_and_renders_from_the_
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-3000:]
     assert "without encryption" not in log  # every kernel's channels encrypted: no plain-TCP warning
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     claims = load_project(root).all_claims()
     pages = [p.relative_to(root).as_posix() for p in book.notebook_pages(root)]
     papers = {c.paper for c in claims}

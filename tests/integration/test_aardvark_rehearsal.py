@@ -35,10 +35,10 @@ from pathlib import Path
 
 import pytest
 
-from reprobook.config import load_project
-from reprobook.loaders import load
-from reprobook.parsers.gotest import parse_go_duration
-from reprobook.runs import RunStore
+from reprobook.core.config import load_project
+from reprobook.core.loaders import load
+from reprobook.formats.gotest import parse_go_duration
+from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import GIT_MIRROR, ROOT, real_project_host, unavailable
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from reprobook.config import OutputSpec, load_project
+from reprobook.core.config import OutputSpec, load_project
 from reprobook.errors import RunBusy
-from reprobook.hosts import open_host
-from reprobook.locks import Lock
-from reprobook.runs import RunStore
-from reprobook.transfer import fetch, sha256_file
+from reprobook.remote.hosts import open_host
+from reprobook.core.locks import Lock
+from reprobook.core.runs import RunStore
+from reprobook.remote.transfer import fetch, sha256_file
 from tests.conftest import ROOT
 from tests.integration.conftest import _wait_for
 
@@ -43,8 +43,8 @@ def _spawn(code: str, *args: str, env: dict | None = None) -> subprocess.Popen:
 
 PERFORM = """
     import sys
-    from reprobook.config import load_project
-    from reprobook.live import perform
+    from reprobook.core.config import load_project
+    from reprobook.remote.live import perform
     project = load_project()
     run = perform(project, project.claim(sys.argv[1]), "node1", {"duration": float(sys.argv[2])}, progress=False,
                   poll_s=0.2)
@@ -52,8 +52,8 @@ PERFORM = """
 """
 REATTACH = """
     import sys
-    from reprobook.config import load_project
-    from reprobook.live import reattach
+    from reprobook.core.config import load_project
+    from reprobook.remote.live import reattach
     run = reattach(load_project(), sys.argv[1], progress=False, poll_s=0.2)
     print("RESULT", run.id, run.status, len(run.manifest["files"]))
 """
@@ -115,7 +115,7 @@ def test_a_waiting_process_can_be_told_who_holds_the_run_instead(tmp_path):
     holder = _spawn("""
         import sys, time
         from pathlib import Path
-        from reprobook.locks import Lock
+        from reprobook.core.locks import Lock
         with Lock(Path(sys.argv[1]), "run r").acquire():
             print("held", flush=True)
             time.sleep(30)
@@ -141,7 +141,7 @@ def test_manifest_updates_from_several_processes_lose_nothing_and_never_show_hal
     run = store.create(claim, "run-concurrent", source="live", status="running")
     writer = """
         import sys
-        from reprobook.runs import RunStore
+        from reprobook.core.runs import RunStore
         run = RunStore(sys.argv[1]).load("run-concurrent")
         for i in range(int(sys.argv[3])):
             run.update(**{f"{sys.argv[2]}{i}": i, "last": sys.argv[2]})
@@ -189,9 +189,9 @@ def test_two_fetches_into_one_run_directory_at_once(fixture, tmp_path):
     other = _spawn("""
         import sys
         from pathlib import Path
-        from reprobook.config import OutputSpec, load_project
-        from reprobook.hosts import open_host
-        from reprobook.transfer import fetch
+        from reprobook.core.config import OutputSpec, load_project
+        from reprobook.remote.hosts import open_host
+        from reprobook.remote.transfer import fetch
         project = load_project()
         with open_host(project.hosts.host("node1"), project.settings) as host:
             host.run("true")

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import pytest
 
-from reprobook import jobs
-from reprobook.config import OutputSpec, load_project
+from reprobook.remote import jobs
+from reprobook.core.config import OutputSpec, load_project
 from reprobook.errors import (AuthenticationFailed, HostBusy, HostKeyError, HostUnreachable, OutputError,
                               ReprobookError, RunLost, TestbedError)
-from reprobook.hosts import open_host
-from reprobook.live import perform
-from reprobook.runs import RunStore
-from reprobook.transfer import fetch, list_outputs, sha256_file
+from reprobook.remote.hosts import open_host
+from reprobook.remote.live import perform
+from reprobook.core.runs import RunStore
+from reprobook.remote.transfer import fetch, list_outputs, sha256_file
 from tests.conftest import require_mirror
 from tests.integration.conftest import _wait_for
 from tests.support.fixture_project import make_project

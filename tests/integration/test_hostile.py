@@ -23,12 +23,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprobook import hosts, jobs
-from reprobook.config import OutputSpec, load_project
+from reprobook.remote import hosts, jobs
+from reprobook.core.config import OutputSpec, load_project
 from reprobook.errors import ExperimentError, OutputsRefused, StepTimeout
-from reprobook.live import collect
-from reprobook.runs import RunStore
-from reprobook.transfer import TEXT_MAX_BYTES, fetch, survey
+from reprobook.remote.live import collect
+from reprobook.core.runs import RunStore
+from reprobook.remote.transfer import TEXT_MAX_BYTES, fetch, survey
 from tests.support.hostile import HostileHost
 from tests.support.sshd import SshTestbed
 

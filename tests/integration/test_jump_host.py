@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import HostKeyError
-from reprobook.hosts import open_host
-from reprobook.live import perform
+from reprobook.remote.hosts import open_host
+from reprobook.remote.live import perform
 from tests.support.fixture_project import make_project
 
 pytestmark = pytest.mark.ssh

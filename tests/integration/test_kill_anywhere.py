@@ -7,7 +7,7 @@ process's start. After every kill:
 
 - every run in the store loads, and every file a manifest records matches its sha256 (no partial
   file is recorded as complete); every entry of the fetch state whose file is untouched matches too;
-- `reprobook.live.repair` (what ``status``, ``attach`` and ``run`` call) leaves no status that
+- `reprobook.remote.live.repair` (what ``status``, ``attach`` and ``run`` call) leaves no status that
   pretends a process is at work, says what it found when the last one was, and agrees with the job
   as the host's own files show it;
 
@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook.config import load_project
-from reprobook.live import perform, repair
-from reprobook.runs import IN_PROGRESS, RunStore
-from reprobook.transfer import sha256_file
+from reprobook.core.config import load_project
+from reprobook.remote.live import perform, repair
+from reprobook.core.runs import IN_PROGRESS, RunStore
+from reprobook.remote.transfer import sha256_file
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.ssh

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from reprobook import jobs
-from reprobook.config import load_project
+from reprobook.remote import jobs
+from reprobook.core.config import load_project
 from reprobook.errors import ExperimentError, HostBusy, HostKeyError
-from reprobook.hosts import open_host
-from reprobook.live import perform
-from reprobook.runs import RunStore
+from reprobook.remote.hosts import open_host
+from reprobook.remote.live import perform
+from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
-from reprobook.transfer import sha256_file
+from reprobook.remote.transfer import sha256_file
 from tests.integration.conftest import _wait_for
 from tests.support.fixture_project import make_project
 

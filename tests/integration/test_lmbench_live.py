@@ -30,13 +30,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import ExperimentError, RequirementsNotMet
-from reprobook.live import perform
-from reprobook.loaders import load
-from reprobook.loaders.ozz import phases
-from reprobook.parsers import lmbench
-from reprobook.runs import RunStore
+from reprobook.remote.live import perform
+from reprobook.core.loaders import load
+from reprobook.papers.ozz.loaders import phases
+from reprobook.papers.ozz import lmbench
+from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import _wait_for
 

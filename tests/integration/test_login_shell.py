@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from reprobook.config import HostSpec
-from reprobook.hosts import SshHost
+from reprobook.core.config import HostSpec
+from reprobook.remote.hosts import SshHost
 
 pytestmark = pytest.mark.ssh
 

@@ -80,8 +80,8 @@ def _answers(request, url: str) -> bool:
 
 
 def test_launch_watch_cancel_then_a_run_to_its_verdict(lab, fixture):
-    from reprobook.config import load_project
-    from reprobook.runs import RunStore
+    from reprobook.core.config import load_project
+    from reprobook.core.runs import RunStore
     from tests.support.web import browser
     url, token = lab
     store = RunStore(load_project(fixture.root).settings.runs_dir)

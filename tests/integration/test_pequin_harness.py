@@ -24,11 +24,11 @@ import sys
 import pytest
 import yaml
 
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import ExperimentError
-from reprobook.live import perform, resume
-from reprobook.loaders import load
-from reprobook.runs import RunStore
+from reprobook.remote.live import perform, resume
+from reprobook.core.loaders import load
+from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import GIT_MIRROR, ROOT, _wait_for, unavailable
 from tests.support import pequin_harness as standin
@@ -144,7 +144,7 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
     project = load_project(cluster)
     claim = project.claim("standin/rehearsal-tapir")
     params = {**FAST, "clients": [2, 3]}
-    code = ("from reprobook.config import load_project\nfrom reprobook.live import perform\n"
+    code = ("from reprobook.core.config import load_project\nfrom reprobook.remote.live import perform\n"
             "p = load_project(); c = p.claim('standin/rehearsal-tapir')\n"
             f"perform(p, c, 'rehearsal', {params!r}, new=True, progress=False, poll_s=0.3)\n")
     follower = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

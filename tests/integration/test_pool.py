@@ -9,10 +9,10 @@ import time
 import pytest
 import yaml
 
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import ConfigError
 from reprobook.pool import plan, run_all
-from reprobook.runs import RunStore
+from reprobook.core.runs import RunStore
 from tests.support.fixture_project import make_project
 
 pytestmark = pytest.mark.ssh

@@ -19,12 +19,12 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from reprobook.config import HostSpec, load_project
+from reprobook.core.config import HostSpec, load_project
 from reprobook.errors import RequirementsNotMet
-from reprobook.hosts import open_host
-from reprobook.live import _check_host, perform
-from reprobook.requirements import Requirements, shortfalls
-from reprobook.runs import RunStore
+from reprobook.remote.hosts import open_host
+from reprobook.remote.live import _check_host, perform
+from reprobook.core.requirements import Requirements, shortfalls
+from reprobook.core.runs import RunStore
 
 pytestmark = pytest.mark.ssh
 REPROBOOK = [sys.executable, "-m", "reprobook"]

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import RequirementsNotMet
-from reprobook.live import perform
-from reprobook.loaders import load
-from reprobook.runs import RunStore
+from reprobook.remote.live import perform
+from reprobook.core.loaders import load
+from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import real_project_host, unavailable
 

@@ -37,12 +37,12 @@ import pytest
 import yaml
 
 from reprobook.api import check
-from reprobook.config import load_project
+from reprobook.core.config import load_project
 from reprobook.errors import ExperimentError
-from reprobook.live import cancel, perform, resume
-from reprobook.loaders import load
+from reprobook.remote.live import cancel, perform, resume
+from reprobook.core.loaders import load
 from reprobook.sources import from_run
-from reprobook.runs import RunStore
+from reprobook.core.runs import RunStore
 from tests.integration.conftest import GIT_MIRROR, ROOT, _wait_for
 from tests.support.sshd import SshTestbed
 
@@ -185,7 +185,7 @@ def test_a_real_run_cut_in_the_middle_resumes_and_finishes(cluster):
     claim = project.claim("pesto/rehearsal-pesto")
     store = RunStore(project.settings.runs_dir)
     before = {r.id for r in store.runs()}
-    code = ("from reprobook.config import load_project\nfrom reprobook.live import perform\n"
+    code = ("from reprobook.core.config import load_project\nfrom reprobook.remote.live import perform\n"
             "p = load_project(); c = p.claim('pesto/rehearsal-pesto')\n"
             "perform(p, c, 'rehearsal', {'scale': 'rehearsal'}, new=True, progress=False, poll_s=2)\n")
     t0 = time.monotonic()

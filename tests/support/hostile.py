@@ -106,12 +106,12 @@ class HostileHost:
         self.scenario.mkdir()
 
     def spec(self):
-        from reprobook.config import HostSpec
+        from reprobook.core.config import HostSpec
         return HostSpec(name=self.alias, ssh=self.alias, workdir=str(self.workdir))
 
     def host(self):
-        """A fresh, not yet connected `reprobook.hosts.SshHost` for this host."""
-        from reprobook.hosts import SshHost
+        """A fresh, not yet connected `reprobook.remote.hosts.SshHost` for this host."""
+        from reprobook.remote.hosts import SshHost
         return SshHost(self.spec(), ssh_config=self.ssh_config)
 
 

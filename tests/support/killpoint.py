@@ -4,7 +4,7 @@
 environment variables:
 
 ``RB_KILL_PHASE``  ``start`` (from the process's start), ``launch``, ``wait``, ``fetch`` (the whole
-                   of `reprobook.live.collect`: listing, log, transfer, records) or ``manifest``
+                   of `reprobook.remote.live.collect`: listing, log, transfer, records) or ``manifest``
 ``RB_KILL_AT``     for a timed phase, seconds after the phase begins; if the phase ends first, the
                    kill comes as it ends (right after it returned, before anything else)
 ``RB_KILL_WRITE``  for ``manifest``: ``N:cut``, the N-th write of a run manifest, cut ``before`` it,
@@ -76,7 +76,7 @@ def _timed(owner, attr: str, phase: str):
 
 
 class _CutOs:
-    """The ``os`` module as `reprobook.runs` sees it during the manifest write that is to be cut."""
+    """The ``os`` module as `reprobook.core.runs` sees it during the manifest write that is to be cut."""
 
     def __init__(self, cut: str):
         self.cut = cut
@@ -114,7 +114,9 @@ class _CutOs:
 
 
 def _install() -> None:
-    from reprobook import cli, jobs, live, runs
+    from reprobook import cli
+    from reprobook.remote import jobs, live
+    from reprobook.core import runs
 
     _timed(live, "launch", "launch")
     _timed(jobs.Job, "wait", "wait")

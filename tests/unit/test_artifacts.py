@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from reprobook.artifacts import parse_ref, resolve
-from reprobook.config import load_project
+from reprobook.core.artifacts import parse_ref, resolve
+from reprobook.core.config import load_project
 from reprobook.errors import ArtifactError, ConfigError
 
 

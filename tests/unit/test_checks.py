@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reprobook.checks import Verdict, check_claim, evaluate_check
-from reprobook.config import CheckSpec, PublishedNumber, load_project
+from reprobook.core.checks import Verdict, check_claim, evaluate_check
+from reprobook.core.config import CheckSpec, PublishedNumber, load_project
 
 
 def spec(kind, value="v", **opts):

@@ -93,9 +93,9 @@ def test_import_records_a_run_that_auto_then_uses(tmp_path, mirror):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.split(" as run ")[1].split()[0]
-    from reprobook.config import load_project
-    from reprobook.runs import RunStore
-    from reprobook.transfer import sha256_file
+    from reprobook.core.config import load_project
+    from reprobook.core.runs import RunStore
+    from reprobook.remote.transfer import sha256_file
     project = load_project()
     run = RunStore(project.settings.runs_dir).load(run_id)
     m = run.manifest

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook.config import load_hosts, load_paper, load_project
+from reprobook.core.config import load_hosts, load_paper, load_project
 from reprobook.errors import ConfigError
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import reprobook as rb
 from reprobook.errors import ConfigError
-from reprobook.transfer import sha256_file
+from reprobook.remote.transfer import sha256_file
 from tests.support.artifacts import VERUS
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from reprobook.config import load_project
-from reprobook.loaders import load
+from reprobook.core.config import load_project
+from reprobook.core.loaders import load
 from reprobook.sources import Outputs
 from tests.conftest import require_mirror
 

@@ -1,4 +1,4 @@
-"""Tests of the Verus loaders (reprobook.loaders.verus) and their parsers (reprobook.parsers.verus).
+"""Tests of the Verus loaders (reprobook.papers.verus.loaders) and their parsers (reprobook.papers.verus.parsers).
 
 Real inputs: the artifact mirror's shipped files (Fig 8 PDF and manual.json, IronKV
 raw-data.txt and ironfleet-port-plot.tex, the persistent-memory log's DRAM results,
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.loaders import get_loader, names
+from reprobook.core.loaders import get_loader, names
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 from tests.support.artifacts import NR, STORAGE, VERUS

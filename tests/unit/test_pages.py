@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reprobook import pages
-from reprobook.sphinxext import lift_badge
+from reprobook.book import pages
+from reprobook.book.sphinxext import lift_badge
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
@@ -18,7 +18,7 @@ CLAIMS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
 
 @pytest.mark.parametrize("path", CLAIMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_claim_notebook_carries_the_layout_tags(path):
-    """Fix with: .venv/bin/python -m reprobook.pages notebooks/*/*.ipynb (tags the untagged cells; metadata only)."""
+    """Fix with: .venv/bin/python -m reprobook.book.pages notebooks/*/*.ipynb (tags the untagged cells; metadata only)."""
     nb = json.loads(path.read_text())
     assert pages.misfolded(nb) == []
     tags = [c["metadata"].get("tags", []) for c in nb["cells"] if c["cell_type"] == "code"]
@@ -61,7 +61,7 @@ def test_the_badge_moves_under_the_title():
     from docutils import nodes
     from docutils.utils import new_document
 
-    from reprobook.checks import BADGE_END, BADGE_START
+    from reprobook.core.checks import BADGE_END, BADGE_START
     doc = new_document("page")
     section = nodes.section()
     section += nodes.title(text="A claim")

@@ -1,4 +1,4 @@
-"""Tests of reprobook.parsers.aardvark on the authors' shipped outputs.
+"""Tests of reprobook.papers.aardvark.parsers on the authors' shipped outputs.
 
 The CSVs, EDRAX's ``results`` and pointproofs' ``bench-results`` are the real
 files from the artifact mirror. No ``outN.txt`` / ``aoutN.txt`` log is shipped,
@@ -18,8 +18,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from reprobook.errors import ConfigError, OutputError
-from reprobook.parsers import aardvark
-from reprobook.parsers.aardvark import (
+from reprobook.papers.aardvark import parsers as aardvark
+from reprobook.papers.aardvark.parsers import (
     ARCHIVE_OPS_PER_TRIAL, VALIDATOR_OPS_PER_TRIAL, latency_summary, parse_go_duration,
     read_edrax, read_go_test_times, read_table1, read_trials_csv, read_veccom, throughput,
     throughput_summary)

@@ -1,4 +1,4 @@
-"""Tests of the format kit (reprobook.parsers.text, tables, jsonfmt, latex, gotest).
+"""Tests of the format kit (reprobook.formats.text, tables, jsonfmt, latex, gotest).
 
 Real inputs come from the artifact mirror (`mirror` fixture) and, for the page-table
 lines and the LMBench table, from the seed guides' example outputs. Formats with no
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.parsers import gotest, jsonfmt, latex, tables, text
+from reprobook.formats import gotest, jsonfmt, latex, tables, text
 from tests.conftest import ROOT
 from tests.support.artifacts import NR, STORAGE, VERUS
 from tests.support.outputs import raises_at
@@ -422,7 +422,7 @@ def test_malformed_go_output(tmp_path):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from reprobook.parsers import verus  # noqa: E402
+from reprobook.papers.verus import parsers as verus  # noqa: E402
 
 TOKENS = [",", "\t", "\n", "\r\n", '"', "{", "}", "[", "]", ":", "\\\\", "&", "\\hline",
           "\\begin{tabular}{ll}", "\\end{tabular}", "\\multicolumn{2}{c}{x}", "inf", "nan", "-1",

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.loaders.ozz import lmbench_overhead, overhead, phases
-from reprobook.parsers import lmbench
+from reprobook.papers.ozz.loaders import lmbench_overhead, overhead, phases
+from reprobook.papers.ozz import lmbench
 from reprobook.sources import Outputs
 
 ROOT = Path(__file__).resolve().parents[1].parent
@@ -94,7 +94,7 @@ def test_the_guides_example_is_read_exactly_every_cell_of_every_section():
 def test_the_published_example_in_the_paper_file_is_the_guides_example():
     """configs/papers/ozz.yaml transcribes the example; the parser reads the same numbers from the guide's text."""
     _need(EXAMPLE)
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     claim = load_project(ROOT).claim("ozz/lmbench-overhead")
     frame = lmbench.read_summary(EXAMPLE)
     row_of = {"oemu-off": 1, "oemu": 2, "baseline": 3}

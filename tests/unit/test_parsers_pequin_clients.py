@@ -1,4 +1,4 @@
-"""The Pequin benchmark client's own output, read by `reprobook.parsers.pesto.read_client_output`.
+"""The Pequin benchmark client's own output, read by `reprobook.papers.pesto.parsers.read_client_output`.
 
 The inputs are REAL outputs of TAPIR (Retwis) and Pesto (rw-sql) built from source on this project's
 test machine and run by hand on 127.0.0.1 (see ``data/pequin-live/README.md``): four client processes
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.parsers import pesto as parse
+from reprobook.papers.pesto import parsers as parse
 
 DATA = Path(__file__).parent / "data" / "pequin-live"
 OP = re.compile(r"^[A-Za-z_][\w-]*,\d+,\d+,\d+$")

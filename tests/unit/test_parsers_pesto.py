@@ -1,4 +1,4 @@
-"""Tests of the Pesto parser (reprobook.parsers.pesto), its loaders and the knee of a curve.
+"""Tests of the Pesto parser (reprobook.papers.pesto.parsers), its loaders and the knee of a curve.
 
 Real inputs: every ``stats.json`` the authors ship in the Pequin artifact's ``sample-output/Pesto``
 (21 client settings of four experiments, from the artifact mirror), their resolved configs and
@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reprobook.checks import Verdict, check_claim
-from reprobook.config import load_project
+from reprobook.core.checks import Verdict, check_claim
+from reprobook.core.config import load_project
 from reprobook.errors import OutputError
-from reprobook.loaders import get_loader
-from reprobook.loaders import pesto as loaders
-from reprobook.parsers import pesto as parse
+from reprobook.core.loaders import get_loader
+from reprobook.papers.pesto import loaders as loaders
+from reprobook.papers.pesto import parsers as parse
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 
@@ -411,7 +411,7 @@ def test_the_guides_ratios_recomputed_at_the_knees(project):
 def test_single_value_claims_hold_on_the_guides_numbers(project):
     """Sharding, point/scan and Basil: the published values, as one measured row each."""
     def frame(claim, y):
-        from reprobook.plots import published_frame
+        from reprobook.book.plots import published_frame
         meta = ["published_id", "precision", "source", "source_name"]
         return published_frame(claim.published, y=y).drop(columns=meta)
 

@@ -19,7 +19,9 @@ import pandas as pd
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.parsers import aardvark, jsonfmt, latex, tables, text, verus
+from reprobook.papers.aardvark import parsers as aardvark
+from reprobook.formats import jsonfmt, latex, tables, text
+from reprobook.papers.verus import parsers as verus
 from tests.support.artifacts import NR, STORAGE, VERUS
 
 LEDGER = "github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2/go-algorand/ledger"

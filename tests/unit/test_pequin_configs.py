@@ -1,4 +1,4 @@
-"""Experiment configs derived from the authors' ones (reprobook.pequin), tested on the real files.
+"""Experiment configs derived from the authors' ones (reprobook.papers.pesto.pequin), tested on the real files.
 
 The inputs are the 221 JSON files under ``experiment-configs/`` of fsuri/Pequin-Artifact at the pinned
 commit, taken from the local bare clone in ``../shared/git`` (folder names with spaces and colons, ``_``
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from reprobook.errors import ConfigError
-from reprobook.loaders import get_loader
-from reprobook.pequin import ClientSetting, ExperimentParams, generate, load_config
+from reprobook.core.loaders import get_loader
+from reprobook.papers.pesto.pequin import ClientSetting, ExperimentParams, generate, load_config
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 
@@ -207,7 +207,7 @@ def test_a_generated_configs_labels_reach_the_loader(mirror, tmp_path):
 
 def _project_from_git(tmp_path, monkeypatch):
     """The project, with the authors' files taken from the local git mirror at their commits (no file mirror)."""
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     if not GIT.is_dir():
         pytest.skip("no local mirror of fsuri/Pequin-Artifact")
     monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT.parent.parent.parent}/github.com/")
@@ -219,8 +219,8 @@ def _project_from_git(tmp_path, monkeypatch):
 def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(tmp_path, monkeypatch):
     """The claim's input generator takes the authors' files from git at the paper's commit (here the local
     mirror as the git base URL), derives each for the placement's servers, and keeps the diff."""
-    from reprobook.inputs import generate as generate_inputs
-    from reprobook.placement import Placement
+    from reprobook.core.inputs import generate as generate_inputs
+    from reprobook.remote.placement import Placement
 
     project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim("pesto/sample-runs")
@@ -248,8 +248,8 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
 
 def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: dict | None = None,
                     clients=("client-0-0", "client-0-1")):
-    from reprobook.inputs import generate as generate_inputs
-    from reprobook.placement import Placement
+    from reprobook.core.inputs import generate as generate_inputs
+    from reprobook.remote.placement import Placement
     project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim(claim_id)
     placement = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": tuple(clients)}, "control")
@@ -319,8 +319,8 @@ def test_a_placement_the_harness_cannot_name_is_refused_before_anything_starts(t
 
 def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_path, monkeypatch):
     """The adaptation is decided from the server's facts only (a small control host does not matter)."""
-    from reprobook.config import load_project
-    from reprobook.scales import adapt
+    from reprobook.core.config import load_project
+    from reprobook.core.scales import adapt
     claim = load_project(ROOT).claim("pesto/rehearsal-pesto")
     roles = {"control": ("control",), "us-east-1-0": ("server",), "client-0-0": ("client",)}
     small_server = {"control": {"cpus": 16}, "us-east-1-0": {"cpus": 2}, "client-0-0": {"cpus": 16}}

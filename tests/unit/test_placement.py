@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook.config import HostSpec, load_paper, load_project
+from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
-from reprobook.placement import Placement, place
-from reprobook.steps import build_script, sweep_points
+from reprobook.remote.placement import Placement, place
+from reprobook.remote.steps import build_script, sweep_points
 
 
 def _paper(tmp_path: Path, claim: dict, name: str = "placefx") -> Path:
@@ -142,7 +142,7 @@ def test_steps_of_a_role_run_on_each_of_its_hosts_with_their_names(tmp_path):
 
 
 def test_progress_of_a_sweep_shows_points_done_of_total_and_the_current_point():
-    from reprobook.jobs import JobStatus, progress_words
+    from reprobook.remote.jobs import JobStatus, progress_words
     st = JobStatus("r", "running", None, 1.0, None, 5.0, "2-3/2: run one setting [point 3/4: clients=6 duration=2.0]",
                    0, "", points_done=2)
     assert progress_words(st) == "2/4 points done, now clients=6 duration=2.0 | "
@@ -152,7 +152,7 @@ def test_progress_of_a_sweep_shows_points_done_of_total_and_the_current_point():
 
 def test_the_expected_end_moves_with_the_steps_skipped_and_the_points_done(tmp_path):
     """The claim's total counts every step cold; from a step on, only that step and the later ones count."""
-    from reprobook.steps import expected_left_s
+    from reprobook.remote.steps import expected_left_s
     paper = load_paper(_paper(tmp_path, {
         "parameters": {"clients": {"default": [1, 2, 4], "help": "h"}},
         "setup": [{"name": "build", "run": "true", "expected_minutes": 45}],

@@ -17,7 +17,7 @@ from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 import reprobook as rb  # noqa: E402
-from reprobook import plots  # noqa: E402
+from reprobook.book import plots  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -175,7 +175,7 @@ def test_facets_need_a_figure_and_rows_without_a_facet_value_go_everywhere():
 
 def test_the_plot_spec_schema_takes_facets_and_names_an_unknown_key(tmp_path, root):
     import yaml
-    from reprobook.config import load_paper
+    from reprobook.core.config import load_paper
     from reprobook.errors import ConfigError
     spec = yaml.safe_load((root / "configs/papers/verus.yaml").read_text())
     plot = next(c for c in spec["claims"] if c["id"] == "node-replication")["plot"][0]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from reprobook import api
-from reprobook.config import load_project
-from reprobook.runs import RunStore
+from reprobook.core.config import load_project
+from reprobook.core.runs import RunStore
 
 
 def _recorded_run(root, mirror, runs):

@@ -11,7 +11,7 @@ import pytest
 
 import reprobook as rb
 from reprobook import report
-from reprobook.checks import ClaimVerdict, Verdict
+from reprobook.core.checks import ClaimVerdict, Verdict
 from reprobook.sources import Outputs
 
 CLI = [sys.executable, "-m", "reprobook"]

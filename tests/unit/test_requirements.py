@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook import requirements as rq
+from reprobook.core import requirements as rq
 from reprobook.errors import ConfigError
-from reprobook.requirements import (HostFacts, Requirements, facts_from, names, os_matches, parse_requirements,
+from reprobook.core.requirements import (HostFacts, Requirements, facts_from, names, os_matches, parse_requirements,
                                     probe_script, shortfalls)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,7 +331,7 @@ def test_the_projects_paper_files_parse():
 
 
 def test_schema_is_valid_json_schema_and_agrees_with_the_registry():
-    from reprobook.config import jsonschema_module
+    from reprobook.core.config import jsonschema_module
     js = jsonschema_module()
     js.Draft202012Validator.check_schema(rq.schema())
     v = js.Draft202012Validator(rq.schema())

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from reprobook.errors import ConfigError
-from reprobook.requirements import Requirements, facts_from, parse_requirements, probe_script, shortfalls
+from reprobook.core.requirements import Requirements, facts_from, parse_requirements, probe_script, shortfalls
 
 
 @pytest.mark.parametrize("line, usable, detail", [

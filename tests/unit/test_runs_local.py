@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from reprobook import jobs
-from reprobook.config import HostSpec, OutputSpec, load_project
+from reprobook.remote import jobs
+from reprobook.core.config import HostSpec, OutputSpec, load_project
 from reprobook.errors import ExperimentError, HostBusy, OutputError, RunLost
-from reprobook.hosts import LocalHost
-from reprobook.runs import RunStore, run_id_for
-from reprobook.transfer import fetch
+from reprobook.remote.hosts import LocalHost
+from reprobook.core.runs import RunStore, run_id_for
+from reprobook.remote.transfer import fetch
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Scales, source patches from parameters, deviations, check needs and sparse checkouts (reprobook.scales).
+"""Scales, source patches from parameters, deviations, check needs and sparse checkouts (reprobook.core.scales).
 
 The patch step and the sparse checkout run for real here: the job script reprobook builds, on a git
 repository made in ``tmp_path`` (CRLF lines and tab indentation included, as EDRAX's test.cpp has),
@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from reprobook.checks import Verdict, check_claim
-from reprobook.config import HostSpec, load_paper, load_project
+from reprobook.core.checks import Verdict, check_claim
+from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
-from reprobook.scales import TOOLCHAIN_MARKER, manifest_fields, toolchains_from_log
-from reprobook.steps import build_script
+from reprobook.core.scales import TOOLCHAIN_MARKER, manifest_fields, toolchains_from_log
+from reprobook.remote.steps import build_script
 
 PAPER_SRC = "package x\n\nconst startingAddrs = 1000000\n// const startingAddrs = 10\n\tconst txnsPerBlock = 10000\r\n"
 
@@ -313,7 +313,7 @@ def test_a_bad_recorded_patch_is_a_config_error_naming_the_key(tmp_path, change,
 
 
 def test_an_adaptation_sets_parameters_for_hosts_short_of_its_requirement_and_says_so(tmp_path):
-    from reprobook.scales import adapt
+    from reprobook.core.scales import adapt
     claim = _recorded_paper(tmp_path, adapt=[{"unless": {"cores": 3}, "set": {"small_host": True},
                                                "why": "the pool needs 3 CPUs"}]).claim("c")
     used, made = adapt(claim.adaptations, {"txns": 5}, {"h": {"cpus": 2}})
@@ -328,8 +328,8 @@ def test_an_adaptation_sets_parameters_for_hosts_short_of_its_requirement_and_sa
 
 
 def test_an_adaptation_with_a_role_looks_only_at_that_roles_hosts(tmp_path):
-    from reprobook.scales import Adaptation, adapt
-    from reprobook.requirements import parse_requirements
+    from reprobook.core.scales import Adaptation, adapt
+    from reprobook.core.requirements import parse_requirements
     a = Adaptation(parse_requirements({"cores": 3}, file="f", key="k"), {"small_host": True}, "why", role="server")
     facts = {"control": {"cpus": 1}, "s1": {"cpus": 8}}
     roles = {"control": ("control",), "s1": ("server",)}

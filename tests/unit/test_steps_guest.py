@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprobook.config import HostSpec, load_paper
+from reprobook.core.config import HostSpec, load_paper
 from reprobook.errors import ConfigError
-from reprobook.steps import build_script
+from reprobook.remote.steps import build_script
 
 FAKE_SSH = r"""#!/bin/bash
 # stand-in for ssh: record the arguments, then run what follows "--" as the remote shell would
@@ -108,7 +108,7 @@ def test_guest_steps_need_a_guest_port_and_where_is_host_or_guest(tmp_path):
 
 
 def test_the_ozz_claim_runs_lmbench_in_its_guest_and_everything_else_on_the_host():
-    from reprobook.config import load_project
+    from reprobook.core.config import load_project
     claim = load_project(Path(__file__).resolve().parents[2]).claim("ozz/lmbench-overhead")
     on_guest = [s.name for s in claim.setup + claim.run if s.where == "guest"]
     assert len(on_guest) == 9 and all(", in the guest: " in n for n in on_guest)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import reprobook as rb
-from reprobook.requirements import differences, facts_from
-from reprobook.runs import RunStore
+from reprobook.core.requirements import differences, facts_from
+from reprobook.core.runs import RunStore
 
 VECCOM = "github.com/derbear/pointproofs/d72ed3c8b0e4624053360591fcc8d03ce720ae90/bench-results"
 EDRAX = "github.com/derbear/edrax-vcs/1f1a3748d1530da1e75fadbce987ee6e6fa3fd1d/results"

@@ -1,11 +1,11 @@
-"""The one watchdog thread that gives up on SSH exec requests nobody answers (`reprobook.hosts._Watchdog`)."""
+"""The one watchdog thread that gives up on SSH exec requests nobody answers (`reprobook.remote.hosts._Watchdog`)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from reprobook.hosts import _Watchdog
+from reprobook.remote.hosts import _Watchdog
 
 
 def test_an_action_runs_when_its_deadline_passes_and_not_before():

@@ -53,7 +53,7 @@ def test_a_sweep_is_one_value_per_line():
 
 def test_hosts_and_clusters_with_their_last_recorded_check(tmp_path, monkeypatch):
     import reprobook as rb
-    from reprobook.runs import RunStore
+    from reprobook.core.runs import RunStore
     hosts = {"hosts": {"node1": {"ssh": "node1", "workdir": "/w", "description": "a test node"},
                        "node2": {"ssh": "node2", "workdir": "/w"}},
              "clusters": {"pair": {"roles": {"control": ["node1"]}}}}

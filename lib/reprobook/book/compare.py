@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .checks import ClaimVerdict, matches
-from .config import Claim
+from reprobook.core.checks import ClaimVerdict, matches
+from reprobook.core.config import Claim
 
 
 def _value_column(claim: Claim, measure: str) -> str | None:

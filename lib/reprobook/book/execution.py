@@ -9,7 +9,7 @@ MyST-NB does, and puts each executed notebook into the cache the way MyST-NB doe
 finds every page in the cache and renders without executing.
 
 The kernels of Python notebooks are forked from a warm process that has already imported
-IPython, pandas, matplotlib and reprobook (`reprobook.kernels`): each is still a new process with
+IPython, pandas, matplotlib and reprobook (`reprobook.book.kernels`): each is still a new process with
 its own kernel, but it skips the second or so a kernel spends starting and importing.
 
 A page can ask to run after all the others (the summary reads the verdicts the claim pages
@@ -93,7 +93,7 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
     env : mapping, optional
         The kernels' environment (default: this process's), to which each page's ``env`` is added.
     fork : bool
-        Fork the kernels of Python notebooks from a warm process (`reprobook.kernels`) rather than
+        Fork the kernels of Python notebooks from a warm process (`reprobook.book.kernels`) rather than
         start each from scratch: the same kernels, without the second or so each spends importing.
     log : callable
         Receives one line per notebook started, finished or failed (failures with the traceback).
@@ -118,7 +118,7 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
     if any(not page.last for page in todo):  # the last pages read what the others make: they run again too
         todo += [page for page in pages if page.last and page not in todo]
     if todo:
-        from .kernels import ForkServer
+        from reprobook.book.kernels import ForkServer
         base_env = dict(os.environ if env is None else env)
         with ForkServer(base_env) if fork else contextlib.nullcontext() as server:
             spec_dir = server.kernel_spec_dir if server is not None and server.running else None
@@ -208,10 +208,10 @@ def _client_class():
 
         class GatedClient(NotebookClient):  # noqa: D401 - see the docstring of _client_class
             gate = None
-            spec_dir = None  # set: the kernel is forked (reprobook.kernels)
+            spec_dir = None  # set: the kernel is forked (reprobook.book.kernels)
 
             def create_kernel_manager(self):
-                from .kernels import KERNEL_NAME, transport_encryption
+                from reprobook.book.kernels import KERNEL_NAME, transport_encryption
                 if self.spec_dir is None:
                     self.km = super().create_kernel_manager()
                 else:

@@ -10,9 +10,9 @@ environment, that has nothing to import.
 How the pieces fit, without changing how Jupyter manages a kernel:
 
 * `ForkServer` (in the process executing the book) starts ``python -m
-  reprobook.kernels serve``, which imports the modules and listens on a Unix
+  reprobook.book.kernels serve``, which imports the modules and listens on a Unix
   socket, and writes a kernel spec whose command is ``python -m
-  reprobook.kernels launch -f {connection_file}``.
+  reprobook.book.kernels launch -f {connection_file}``.
 * jupyter_client starts that *launcher* as the kernel process. The launcher asks
   the server for a kernel (its arguments, working directory and environment),
   then stands in for it: it passes on the signals it gets (an interrupt, say)
@@ -76,7 +76,7 @@ class ForkServer:
         spec = path / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "reprobook.kernels", "launch", "-f", "{connection_file}"],
+            "argv": [sys.executable, "-m", "reprobook.book.kernels", "launch", "-f", "{connection_file}"],
             "display_name": "Python 3 (forked by reprobook)", "language": "python",
             "interrupt_mode": "signal", "env": {ENV_SOCKET: str(sock)},
             # the forked kernel is ipykernel's, reading its keys from the connection file as any other
@@ -86,7 +86,7 @@ class ForkServer:
         try:
             # the server's output (and its kernels') goes where this process's goes, as for ordinary kernels;
             # it says it is ready on a pipe of its own
-            self.proc = subprocess.Popen([sys.executable, "-m", "reprobook.kernels", "serve", str(sock),
+            self.proc = subprocess.Popen([sys.executable, "-m", "reprobook.book.kernels", "serve", str(sock),
                                           ",".join(self.preload), str(w)], env=self.env, stdin=subprocess.DEVNULL,
                                          cwd=path, pass_fds=(w,))
         finally:
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     elif argv[:1] == ["launch"]:
         launch(argv[1:])
     else:
-        sys.exit("usage: python -m reprobook.kernels serve SOCKET MODULES READY_FD | launch -f CONNECTION_FILE")
+        sys.exit("usage: python -m reprobook.book.kernels serve SOCKET MODULES READY_FD | launch -f CONNECTION_FILE")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ plot, verdict). On the website the reader wants the verdict, the claim and the p
 parameters, the code and the evidence tables stay one click away. Two things do that here:
 
 - `fold`: the MyST-NB cell tags of every code cell, given by one rule (`tags_for`) from what
-  the cell does, so no notebook is tagged by hand: ``python -m reprobook.pages
+  the cell does, so no notebook is tagged by hand: ``python -m reprobook.book.pages
   notebooks/*/*.ipynb`` tags every code cell that has no layout tag yet (metadata only;
   sources and outputs are left alone). A cell tagged on purpose (a note the reader should
   see, say) keeps its tag. A test (``tests/unit/test_pages.py``) checks that every code cell
@@ -16,7 +16,7 @@ parameters, the code and the evidence tables stay one click away. Two things do 
   is wider than the page. `show_tables` registers it with IPython; ``reprobook.api`` does so
   when a notebook imports it.
 
-The verdict badge at the top of each page is the website's side (`reprobook.sphinxext`).
+The verdict badge at the top of each page is the website's side (`reprobook.book.sphinxext`).
 """
 
 from __future__ import annotations
@@ -104,11 +104,11 @@ def show_tables() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m reprobook.pages [--check] NOTEBOOK…``: give each notebook its layout tags (or list the misfits)."""
+    """``python -m reprobook.book.pages [--check] NOTEBOOK…``: give each notebook its layout tags (or list the misfits)."""
     import argparse
 
     import nbformat
-    parser = argparse.ArgumentParser(prog="python -m reprobook.pages",
+    parser = argparse.ArgumentParser(prog="python -m reprobook.book.pages",
                                      description="Give each claim notebook its layout tags (which cells fold on the "
                                                  "website), or with --check list the cells that lack them.")
     parser.add_argument("--check", action="store_true", help="list the misfits and exit 1 if any; change nothing")

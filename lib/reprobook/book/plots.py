@@ -27,8 +27,9 @@ import seaborn.objects as so
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .checks import matches
-from .config import Claim, PublishedNumber
+from reprobook.core.checks import matches
+from reprobook.core.config import Claim, PublishedNumber  # noqa: F401
+from reprobook.core.published import published_frame  # noqa: F401  (public here too: the notebooks and tests call plots.published_frame)
 
 SERIES = "series"
 """The column naming the series of a measured table: a run's label (``measured`` when there is one table)."""
@@ -40,27 +41,6 @@ RUN_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
 RUN_LINES = ("-", "--", ":", "-.")
 FACETS = ("col", "row")
 _PUBLISHED_MARK = dict(marker="D", pointsize=10, fill=False, stroke=1.8)
-
-
-def published_frame(numbers: Iterable[PublishedNumber], *, y: str, sources: str = "target") -> pd.DataFrame:
-    """The published numbers as rows: their labels as columns, the value as ``y``, and provenance.
-
-    Numbers about another measured column (``measure`` not ``y``) are left out.
-    ``sources="others"`` gives the values of the non-target sources instead.
-    """
-    rows = []
-    for n in numbers:
-        if n.measure and n.measure != y:
-            continue
-        values = n.sources[:1] if sources == "target" else n.others
-        if sources == "target" and not values:
-            values = (None,)
-        for pv in values:
-            rows.append({**dict(n.labels), y: n.value if pv is None else pv.value, "published_id": n.id,
-                         "precision": n.precision if pv is None else pv.precision,
-                         "source": n.source if pv is None else pv.source,
-                         "source_name": "" if pv is None else pv.name})
-    return pd.DataFrame(rows)
 
 
 def _select_rows(frame: pd.DataFrame, select) -> pd.DataFrame:

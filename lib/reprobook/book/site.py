@@ -9,8 +9,8 @@ cache entry and is marked for re-reading, so exactly the affected pages (and
 the summary) execute again, and a page never shows a stale verdict.
 
 The notebooks missing from the cache are then executed by a pool of workers,
-each in its own kernel (`reprobook.execution`), the summary page last so that it
-reads the verdicts the claim pages recorded (`reprobook.verdicts`); Jupyter Book
+each in its own kernel (`reprobook.book.execution`), the summary page last so that it
+reads the verdicts the claim pages recorded (`reprobook.core.verdicts`); Jupyter Book
 renders from the cache. One build at a time per tree: a second ``reprobook
 book`` waits for the first, saying who holds the lock.
 """
@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import execution, verdicts
-from .config import Project
-from .errors import ReprobookError
-from .runs import MANIFEST, RunStore
+from reprobook.book.site import execution, verdicts
+from reprobook.book.site.config import Project
+from reprobook.book.site.errors import ReprobookError
+from reprobook.book.site.runs import MANIFEST, RunStore
 
 STATE = "reprobook-inputs.json"
 LOCK = ".reprobook-book.lock"
@@ -55,7 +55,7 @@ def _h(*parts: str | bytes) -> str:
 
 
 def _library_hash() -> str:
-    pkg = Path(__file__).parent
+    pkg = Path(__file__).parents[1]  # the whole reprobook package
     return _h(*(p.read_bytes() for p in sorted(pkg.rglob("*.py")) + sorted(pkg.rglob("*.json"))))
 
 
@@ -318,7 +318,7 @@ def build(project: Project | str | Path, *, clean: bool = False, quiet: bool = F
     if isinstance(project, Project):
         root, load = project.root, (lambda: project)
     else:
-        from .config import load_project
+        from reprobook.book.site.config import load_project
         root = Path(project).resolve()
         load = lambda: load_project(root)  # noqa: E731
     workers = workers_setting(workers)

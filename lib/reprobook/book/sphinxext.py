@@ -1,8 +1,8 @@
 """The website's side of a claim page: the verdict badge first, and styles that let tables and code fit.
 
 A Sphinx extension, named in ``_config.yml`` (``sphinx.extra_extensions``). When a page is read,
-the verdict block its notebook displayed (`reprobook.checks.ClaimVerdict`, between
-`~reprobook.checks.BADGE_START` and `~reprobook.checks.BADGE_END`) is moved right under the
+the verdict block its notebook displayed (`reprobook.core.checks.ClaimVerdict`, between
+`~reprobook.core.checks.BADGE_START` and `~reprobook.core.checks.BADGE_END`) is moved right under the
 page's title, so a reader sees the claim and its verdict (with margin, source and any caution)
 before anything else; the checks table stays where the notebook put it. The badge comes from
 the page's own output, so it can never disagree with the page, whichever way the book was built.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from docutils import nodes
 
-from .checks import BADGE_END, BADGE_START
+from reprobook.core.checks import BADGE_END, BADGE_START
 
 STATIC = Path(__file__).parent / "static"
 

@@ -20,9 +20,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import Paper, Settings
-from .errors import ArtifactError, ConfigError
+from reprobook.errors import ArtifactError, ConfigError
+
+if TYPE_CHECKING:
+    from reprobook.core.config import Paper, Settings
 
 _REF = re.compile(r"^(?P<repo>[^@\s]+)@(?P<commit>[0-9a-f]{40}):(?P<path>.+)$")
 

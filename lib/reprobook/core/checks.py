@@ -20,13 +20,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .config import CheckSpec, Claim, PublishedNumber
-from .errors import ConfigError
+from reprobook.core.model import CheckSpec, PublishedNumber
+from reprobook.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reprobook.core.config import Claim
 
 
 class Verdict(str, Enum):
@@ -69,7 +72,7 @@ class ClaimVerdict:
     source_id: str = ""       # "reference", the run id, or "none": what `--source` would name to get these numbers
     wording: str = ""         # the verdict in words when "holds"/"fails" would overstate what was compared
     statement: str = ""       # the claim in one paragraph, shown with the verdict
-    scale: str = ""           # the scale of the run judged ("" for a claim without scales; see reprobook.scales)
+    scale: str = ""           # the scale of the run judged ("" for a claim without scales; see reprobook.core.scales)
 
     @property
     def says(self) -> str:
@@ -97,11 +100,11 @@ class ClaimVerdict:
         """The claim, its verdict (with margin and source) and any caution, as one block: the top of its page.
 
         The block is delimited by `BADGE_START` and `BADGE_END`, so that the book can lift it to the
-        top of the claim's page (`reprobook.sphinxext`).
+        top of the claim's page (`reprobook.book.sphinxext`).
         """
         from html import escape
 
-        from .artifacts import link_refs
+        from reprobook.core.artifacts import link_refs
         colour = colour_of(self.verdict)
         claim = (f"<p class='reprobook-badge-claim'><b>Claim.</b> {escape(self.statement)}</p>"
                  if self.statement else "")
@@ -155,7 +158,7 @@ _COMMON = {
     "value": {"type": "string"},
     "select": _SELECT,
     "by": {"type": "array", "items": {"type": "string"}},
-    # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.scales)
+    # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.core.scales)
     "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
         "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
 }
@@ -208,7 +211,7 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
         for an unknown kind or option, a missing or ill-typed option, or a
         reference to a published number the paper does not have.
     """
-    from .config import jsonschema_module
+    from reprobook.core.schema import jsonschema_module
     for must in ("kind", "what", "value"):
         if must not in raw:
             raise ConfigError("required key is missing", file=file, key=f"{key}.{must}")
@@ -239,7 +242,7 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
         if isinstance(ref, Mapping) and ref["published"] not in known:
             raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
                               key=f"{key}.{opt}.published")
-    from .scales import parse_needs
+    from reprobook.core.scales import parse_needs
     needs = parse_needs(raw.get("needs"), file=file, key=f"{key}.needs")
     opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs")}
     return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts, needs=needs)

@@ -30,85 +30,13 @@ from typing import Any, Mapping
 
 import yaml
 
-from .errors import ConfigError
-from .requirements import Requirements, parse_requirements
+from reprobook.errors import ConfigError
+from reprobook.core.requirements import Requirements, parse_requirements
+from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
+from reprobook.core.model import (CONTROL, PRESENTATIONS, CheckSpec, OutputSpec, Parameter, PublishedNumber,  # noqa: F401
+                                  PublishedValue, Repository, RoleSpec, Step)
 
 LOCAL = "local"
-
-
-# --------------------------------------------------------------------------- loading
-
-def _key_path(parts) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "(top level)"
-
-
-@lru_cache(maxsize=None)
-def _schema(name: str) -> dict:
-    return json.loads(resources.files("reprobook.schemas").joinpath(f"{name}.json").read_text())
-
-
-def load_yaml(path: Path, schema: str) -> dict:
-    """Read ``path`` and validate it against the named schema.
-
-    Raises
-    ------
-    ConfigError
-        If the file is missing, is not YAML, or breaks the schema; the
-        message names the file and the key path.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError("file not found", file=path)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else None
-        raise ConfigError(f"not valid YAML: {exc}", file=path, key=where) from exc
-    validator = jsonschema_module().Draft202012Validator(_schema(schema))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        err = errors[0]
-        key = _key_path(err.absolute_path)
-        if err.validator == "additionalProperties":
-            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            key = _key_path([*err.absolute_path, extra[0]]) if extra else key
-            msg = f"unknown key (allowed here: {', '.join(sorted(err.schema.get('properties', {})))})"
-        elif err.validator == "required":
-            missing = err.message.split("'")[1] if "'" in err.message else err.message
-            key = _key_path([*err.absolute_path, missing])
-            msg = "required key is missing"
-        else:
-            msg = err.message
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(msg + more, file=path, key=key)
-    return data
-
-
-def jsonschema_module():
-    """``jsonschema``, imported without its optional RFC 3987 format checker.
-
-    Our schemas use no ``format``; that checker's grammar takes over a second
-    to build at import, on every command. Only the first import is affected.
-    """
-    if "jsonschema" in sys.modules:
-        return sys.modules["jsonschema"]
-    block = "rfc3987_syntax" not in sys.modules
-    if block:
-        sys.modules["rfc3987_syntax"] = None  # makes `import rfc3987_syntax` raise ImportError
-    try:
-        import jsonschema
-    finally:
-        if block:
-            del sys.modules["rfc3987_syntax"]
-    return jsonschema
-
-
-def _frozen(mapping: Mapping | None) -> Mapping:
-    return MappingProxyType(dict(mapping or {}))
 
 
 # --------------------------------------------------------------------------- hosts
@@ -191,122 +119,6 @@ def load_hosts(path: Path) -> HostsConfig:
 # --------------------------------------------------------------------------- papers
 
 @dataclass(frozen=True)
-class Repository:
-    name: str
-    url: str
-    commit: str
-    checkout: str
-    submodules: Mapping[str, str] = field(default_factory=dict)
-    license: str = ""
-    exclude: tuple[str, ...] = ()    # paths (git patterns) a checkout leaves out: a sparse checkout
-
-    @property
-    def slug(self) -> str:
-        """``owner/name`` for a GitHub-style URL, else the local name."""
-        m = re.search(r"github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/?$", self.url)
-        return m.group(1) if m else self.name
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    run: str
-    cwd: str = ""
-    expected_minutes: float = 0.0
-    note: str = ""
-    where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.steps)
-    role: str = ""         # the role whose hosts run it ("": the control role; see reprobook.placement)
-    sweep: bool = False    # run once per point of the claim's sweep (see reprobook.sweeps)
-
-
-@dataclass(frozen=True)
-class PublishedValue:
-    """One source's value for a published number (a figure of a draft, of the camera-ready, a guide's example)."""
-
-    name: str
-    value: float
-    source: str
-    precision: str
-
-
-@dataclass(frozen=True)
-class PublishedNumber:
-    """A number the paper (or its guide) publishes: the target value of the checks, and where it comes from.
-
-    ``labels`` say which measured rows it speaks of; ``measure`` names the
-    measured column when it is not the check's own (a table of several
-    measures); ``sources`` holds every source's value, the target's first.
-    """
-
-    id: str
-    value: float
-    unit: str
-    source: str
-    precision: str
-    what: str = ""
-    labels: Mapping[str, Any] = field(default_factory=dict)
-    measure: str = ""
-    table: str = ""
-    sources: tuple[PublishedValue, ...] = ()
-
-    @property
-    def read_off_figure(self) -> bool:
-        return self.precision == "read-off-figure"
-
-    @property
-    def others(self) -> tuple[PublishedValue, ...]:
-        """The sources other than the target."""
-        return self.sources[1:]
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    kind: str
-    what: str
-    value: str
-    options: Mapping[str, Any]
-    needs: Any = None      # a `reprobook.scales.CheckNeeds`: the scale and host the check needs to be judged
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    name: str
-    path: str
-    glob: str = "*"
-    description: str = ""
-    role: str = ""         # the role whose hosts hold it ("": the control role)
-
-
-@dataclass(frozen=True)
-class Parameter:
-    name: str
-    default: Any
-    help: str
-
-
-PRESENTATIONS = ("plot", "table", "both")
-CONTROL = "control"
-"""The role of a claim without roles: its one host, where the job runs."""
-
-
-@dataclass(frozen=True)
-class RoleSpec:
-    """A role of a claim's placement: how many hosts it takes (``max`` None: any number) and what they need."""
-
-    name: str
-    min: int = 1
-    max: int | None = 1
-    requires: Requirements | None = None
-    description: str = ""
-
-    @property
-    def count_words(self) -> str:
-        if self.max == self.min:
-            return f"{self.min} host{'s' if self.min != 1 else ''}"
-        return f"{self.min} or more hosts" if self.max is None else f"{self.min} to {self.max} hosts"
-
-
-@dataclass(frozen=True)
 class Claim:
     paper: str
     id: str
@@ -329,19 +141,19 @@ class Claim:
     published_tables: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()      # the paper's repositories a live run checks out (default: all)
     roles: Mapping[str, RoleSpec] = field(default_factory=dict)   # the control role first; empty: one host
-    inputs: Mapping[str, Any] = field(default_factory=dict)       # a generator of run inputs (see reprobook.inputs)
+    inputs: Mapping[str, Any] = field(default_factory=dict)       # a generator of run inputs (see reprobook.core.inputs)
     # the published numbers are computed from the authors' shipped outputs: judging those outputs compares the
-    # files with themselves, and the verdict says so (see reprobook.checks.ClaimVerdict.wording)
+    # files with themselves, and the verdict says so (see reprobook.core.checks.ClaimVerdict.wording)
     published_from_reference: bool = False
     # the machine the authors measured on, as the paper file states it (the paper's, then the claim's, key by key);
-    # a run's host is compared with it (reprobook.requirements.differences)
+    # a run's host is compared with it (reprobook.core.requirements.differences)
     authors_machine: Mapping[str, Any] = field(default_factory=dict)
     # scales (named parameter sets: paper, rehearsal), source constants set from the parameters, and the
-    # deviations from the guide a parameter set makes (see reprobook.scales)
+    # deviations from the guide a parameter set makes (see reprobook.core.scales)
     scales: Mapping[str, Any] = field(default_factory=dict)
     patches: tuple = ()
     deviations: tuple = ()
-    adaptations: tuple = ()    # parameter values set on hosts short of a soft requirement (reprobook.scales.adapt)
+    adaptations: tuple = ()    # parameter values set on hosts short of a soft requirement (reprobook.core.scales.adapt)
 
     @property
     def control_role(self) -> str:
@@ -400,7 +212,7 @@ class Claim:
         return out
 
     def scaled(self, params: Mapping | None) -> dict[str, Any]:
-        """``params`` with the chosen scale's values filled in where no value is given (see `reprobook.scales`)."""
+        """``params`` with the chosen scale's values filled in where no value is given (see `reprobook.core.scales`)."""
         params = dict(params or {})
         if not self.scales:
             return params
@@ -419,8 +231,8 @@ class Claim:
         return self.resolve_params({"scale": "paper"} if self.scales else {})
 
     def deviations_for(self, params: Mapping | None) -> list:
-        """The deviations from the guide of a run with ``params`` (`reprobook.scales.Deviation`), patch included."""
-        from .scales import deviations_for
+        """The deviations from the guide of a run with ``params`` (`reprobook.core.scales.Deviation`), patch included."""
+        from reprobook.core.scales import deviations_for
         return deviations_for(self.deviations, self.patches, self.paper_values, self.resolve_params(params))
 
     def _typed(self, name: str, p: "Parameter", val, like):
@@ -523,11 +335,11 @@ def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
 
 
 def _scales(c: Mapping, params: dict, *, file, where: str):
-    """A claim's scales, patches and deviations (`reprobook.scales`); adds the ``scale`` parameter to ``params``.
+    """A claim's scales, patches and deviations (`reprobook.core.scales`); adds the ``scale`` parameter to ``params``.
 
     Returns the scales, the patches, the deviations and the generated patch step (a tuple of zero or one `Step`).
     """
-    from . import scales as kit
+    from reprobook.core import scales as kit
     scales = kit.parse_scales(c.get("scales"), params, file=file, key=f"{where}.scales")
     if scales:
         if "scale" in params:
@@ -560,9 +372,9 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
 def load_paper(path: Path) -> Paper:
     """Load and validate one ``configs/papers/<paper>.yaml``."""
     path = Path(path)
-    from . import checks as check_registry
-    from . import inputs as input_registry
-    from . import loaders as loader_registry
+    from reprobook.core import checks as check_registry
+    from reprobook.core import inputs as input_registry
+    from reprobook.core import loaders as loader_registry
     data = load_yaml(path, "paper")
     meta = data["paper"]
     if meta["id"] != path.stem:
@@ -651,7 +463,7 @@ def load_paper(path: Path) -> Paper:
             scales=_frozen(scales), patches=patches, deviations=deviations,
         )
         if c.get("adapt"):
-            from .scales import parse_adaptations
+            from reprobook.core.scales import parse_adaptations
             claim = dataclasses.replace(claim, adaptations=parse_adaptations(
                 c["adapt"], claim.parameters, claim.roles, file=path, key=f"{where}.adapt"))
             claims[c["id"]] = claim

@@ -7,7 +7,7 @@ A claim may name a generator in its paper file::
       options: {files: [experiment-configs/.../Pequin-TPCC-SQL-20wh.json]}
 
 Before a live run starts, once its hosts are surveyed, `generate` calls it with the claim, its
-resolved parameters (adapted to the hosts, see `reprobook.scales.adapt`), the run's placement and
+resolved parameters (adapted to the hosts, see `reprobook.core.scales.adapt`), the run's placement and
 the facts probed on its hosts; each `RunInput` it returns is kept in the run's ``inputs/`` (with the diff
 against the authors' file it came from), recorded in the manifest with its sha256, and written
 on the host before the first step, where the steps read it as ``$RB_INPUTS/<name>``. The
@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import ConfigError
+from reprobook.core.plugins import load_papers
+from reprobook.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def names() -> list[str]:
 
 
 def _load_builtin() -> None:
-    from . import pequin  # noqa: F401  (registers pequin.configs)
+    load_papers()  # the papers register their generators (Pesto's: pequin.configs, pequin.cluster)
 
 
 def validate(raw: Mapping[str, Any] | None, *, file, key: str) -> Mapping[str, Any]:

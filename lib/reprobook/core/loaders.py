@@ -1,7 +1,7 @@
 """Loaders: a claim's outputs -> the measured table its checks and plot use.
 
 A loader is a paper's few lines that compose the format parsers of
-`reprobook.parsers` into one tidy DataFrame with units in its column names.
+`reprobook.formats` into one tidy DataFrame with units in its column names.
 Each is registered once, by name, with the `loader` decorator::
 
     @loader("aardvark.validators")
@@ -11,20 +11,18 @@ and a claim names it in its paper file (``loader: aardvark.validators``). The
 configuration is checked against this registry when it loads: a misspelt
 loader is a `ConfigError` naming the file and the key, not a surprise at load
 time. Loaders accept both the authors' shipped outputs and the raw files of a
-live run. Every module of this package is a paper's loaders; importing the
-registry imports them all.
+live run. Each paper's loaders live in its package (``reprobook/papers/<paper>/``), found
+by `reprobook.core.plugins`; asking the registry imports them all.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Callable
 
-from ..errors import ConfigError
+from reprobook.core.plugins import load_papers
+from reprobook.errors import ConfigError
 
 _REGISTRY: dict[str, Callable] = {}
-_DISCOVERED = False
 
 
 def loader(name: str) -> Callable[[Callable], Callable]:
@@ -39,11 +37,7 @@ def loader(name: str) -> Callable[[Callable], Callable]:
 
 
 def _discover() -> None:
-    global _DISCOVERED
-    if not _DISCOVERED:
-        for mod in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{mod.name}")
-        _DISCOVERED = True
+    load_papers()
 
 
 def names() -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import RunBusy
+from reprobook.errors import RunBusy
 
 
 @dataclass(frozen=True)

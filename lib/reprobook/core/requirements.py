@@ -42,7 +42,7 @@ from shlex import quote
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
+from reprobook.errors import ConfigError
 
 #: seconds ``docker info`` may take before the daemon counts as not answering
 DOCKER_TIMEOUT_S = 5
@@ -585,7 +585,7 @@ def _validated(name: str, value: Any, *, file, key: str) -> Any:
     req = _REGISTRY.get(name)
     if req is None:
         raise ConfigError(f"unknown requirement (known: {', '.join(names())})", file=file, key=key)
-    from .config import jsonschema_module
+    from reprobook.core.schema import jsonschema_module
     if isinstance(value, tuple):
         value = list(value)
     err = next(iter(jsonschema_module().Draft202012Validator(req.schema).iter_errors(value)), None)

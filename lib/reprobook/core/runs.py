@@ -21,8 +21,8 @@ processes using it at once:
   (`IN_PROGRESS`: launching, fetching, evaluating, ...) carries that
   process's identity (``owner``), so a run whose process died is told apart
   from one still being worked on (`Run.stale`) and can be repaired
-  (`Run.repair_local`, and `reprobook.live.repair` for what the host knows);
-- one process at a time works on a run: `RunStore.lock` (see `reprobook.locks`).
+  (`Run.repair_local`, and `reprobook.remote.live.repair` for what the host knows);
+- one process at a time works on a run: `RunStore.lock` (see `reprobook.core.locks`).
 """
 
 from __future__ import annotations
@@ -41,15 +41,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .config import Claim
-from .errors import ConfigError, OutputError
-from .locks import Lock
+from reprobook.core.config import Claim
+from reprobook.errors import ConfigError, OutputError
+from reprobook.core.locks import Lock
 
 MANIFEST = "manifest.json"
 IN_PROGRESS = frozenset({"created", "launching", "fetching", "evaluating", "importing"})
 """Statuses that are true only while a process works on the run; left behind by a killed process, they are stale."""
 ON_HOST = frozenset({"running", "launch-unknown", "ended"})
-"""Statuses that the host can settle: the job's state there decides (`reprobook.live.repair`)."""
+"""Statuses that the host can settle: the job's state there decides (`reprobook.remote.live.repair`)."""
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = True) -> None:
@@ -215,7 +223,7 @@ class Run:
 
         Unfinished temporary files are removed (never a fetched file). An
         evaluation or import cut off is recorded as ``interrupted``. A stale
-        live run needs its host to be asked: see `reprobook.live.repair`.
+        live run needs its host to be asked: see `reprobook.remote.live.repair`.
         Runs that a living process works on are left alone.
         """
         owner = self.manifest.get("owner")
@@ -259,7 +267,6 @@ class Run:
         OutputError
             A file is missing or its content changed.
         """
-        from .transfer import sha256_file
         for f in self.manifest.get("files", []):
             p = self.path / f["path"]
             if not p.is_file():
@@ -281,7 +288,7 @@ class RunStore:
 
     def create(self, claim: Claim, run_id: str, **fields: Any) -> Run:
         """A new run directory (owner-only) with an initial manifest; an existing one is reopened."""
-        from . import __version__
+        from reprobook import __version__
         path = self.root / claim.paper / claim.id / run_id
         if (path / MANIFEST).exists():
             run = Run(path, _read_manifest(path / MANIFEST))
@@ -363,7 +370,6 @@ class RunStore:
                      params: dict | None = None) -> Run:
         """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded."""
         import shutil
-        from .transfer import sha256_file
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         run = self.create(claim, f"{claim.paper}-{claim.id}-import-{stamp}", source="import", status="importing",
                           parameters=dict(params or {}), imported={"by": who, "at": utcnow(), "machine": machine,

@@ -75,7 +75,7 @@ which the run keeps beside the declared deviation.
 A check may say what it needs to be **judged** (``needs:`` in the check): the scales at which
 its comparison means something, and machine requirements of the run's host (the requirements
 registry's names). At another scale, or on a host short of them, the check is ``inconclusive``
-with the reason, its measured values still shown (`reprobook.checks`).
+with the reason, its measured values still shown (`reprobook.core.checks`).
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from .errors import ConfigError
-from .requirements import Requirements, parse_requirements, shortfalls
+from reprobook.errors import ConfigError
+from reprobook.core.requirements import Requirements, parse_requirements, shortfalls
 
 PAPER = "paper"
 """The scale of the guide's own sizes: every claim with scales has it."""

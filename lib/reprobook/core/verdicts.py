@@ -2,7 +2,7 @@
 
 While ``reprobook book`` executes the book, each claim page's `reprobook.api.glue_verdict`
 writes a small JSON record of its verdict to ``_build/verdicts/<paper>/<claim>.json``, stamped
-with the fingerprint of the data the page was computed from (`reprobook.book.fingerprints`).
+with the fingerprint of the data the page was computed from (`reprobook.book.site.fingerprints`).
 The build writes the fingerprints it expects beside them (``expected.json``) before any page
 executes, and runs the summary page after every claim page. The summary then reads the records
 instead of obtaining, loading and checking every claim a second time; a record counts only when
@@ -35,7 +35,7 @@ def record_path(directory: str | Path, key: str) -> Path:
 
 
 def record(verdict, outputs=None, *, fingerprint: str | None = None) -> dict:
-    """The record of a `~reprobook.checks.ClaimVerdict`, with the short source tag of ``outputs``.
+    """The record of a `~reprobook.core.checks.ClaimVerdict`, with the short source tag of ``outputs``.
 
     Without ``outputs`` the source tag is unknown (``None``), and the summary does not use the record.
     """

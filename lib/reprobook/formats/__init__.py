@@ -1,6 +1,7 @@
-"""Parsers: pure functions from an output file (or its text) to values or a tidy DataFrame.
+"""Output formats: pure functions from an output file (or its text) to values or a tidy DataFrame.
 
-One module per output format, shared by every paper:
+One module per output format, shared by every paper (the bottom layer: it imports only
+`reprobook.errors`):
 
 ``text``     the text kit: a file as lines (UTF-8, BOM, CRLF), numbered records, numbers
              and counts, ``label: value unit`` lines, ``inf``/timeout markers, time unit
@@ -10,10 +11,9 @@ One module per output format, shared by every paper:
              tree of Pesto ``stats.json`` as one long frame;
 ``latex``    LaTeX ``tabular`` environments, as rows of cells or a frame;
 ``gotest``   ``go test -v`` output: Go durations, test results, ``<label> time: <d>`` lines;
-``lmbench``  LMBench 3's summary (``make see``) and its raw results files, checked against each other.
 
-A paper's module (``aardvark``, ``verus``) holds only what is specific to its outputs
-and composes the format modules; a paper's loaders (`reprobook.loaders`) compose those.
+A format only one paper has lives with that paper (``reprobook/papers/<paper>/parsers.py``,
+Ozz's ``lmbench.py``) and composes these; a paper's loaders (`reprobook.core.loaders`) compose those.
 Malformed input raises `reprobook.errors.OutputError` naming the file and the 1-based line.
 
 A regular file is read in one pass of a C parser (pandas' ``read_csv``, ``json``) and

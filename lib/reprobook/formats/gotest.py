@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from ..errors import OutputError
-from . import text
+from reprobook.errors import OutputError
+from reprobook.formats import text
 
 GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60,
             "h": 3600}
@@ -74,7 +74,7 @@ def timings(lines: list[str], *, file: str | Path, label: str = LABEL) -> list[T
     Parameters
     ----------
     lines : list of str
-        From :func:`reprobook.parsers.text.read_lines`.
+        From :func:`reprobook.formats.text.read_lines`.
     label : str
         A regular expression the label must match in full; other lines are ignored.
 

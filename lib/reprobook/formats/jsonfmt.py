@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import OutputError
-from . import text
+from reprobook.errors import OutputError
+from reprobook.formats import text
 
 _STEP = re.compile(r"\[(-?[0-9]+)\]|([^.\[\]]+)")
 

@@ -23,8 +23,8 @@ from typing import Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..errors import OutputError
-from . import text
+from reprobook.errors import OutputError
+from reprobook.formats import text
 
 SYMBOLS = {r"\rightarrow": "→", r"\to": "→", r"\leftarrow": "←", r"\times": "×", r"\pm": "±",
            r"\approx": "≈", r"\le": "≤", r"\ge": "≥", r"\textasciitilde": "~", r"\ldots": "…",

@@ -6,7 +6,7 @@ and cell; line numbers in errors (and in the ``line`` column) are the file's.
 A file of regular rows (no quotes, the same number of fields on every line, no
 stray carriage returns) is read in one pass of pandas' C reader, typed columns
 converted by it, and checked on the frame; line numbers come from a
-`~reprobook.parsers.text.LineIndex` of the bytes. Anything else, and any value
+`~reprobook.formats.text.LineIndex` of the bytes. Anything else, and any value
 that does not convert, sends the file down the careful path, which reads it
 row by row and names the line and field at fault.
 
@@ -31,8 +31,8 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import OutputError
-from . import text
+from reprobook.errors import OutputError
+from reprobook.formats import text
 
 _TYPES = ("int", "float", "str")
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple
 
 import pandas as pd
 
-from ..errors import OutputError
+from reprobook.errors import OutputError
 
 if TYPE_CHECKING:
     import numpy as np

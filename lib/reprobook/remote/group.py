@@ -12,9 +12,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from .config import Project
-from .errors import ReprobookError
-from .hosts import Host, Result, open_host
+from reprobook.core.config import Project
+from reprobook.errors import ReprobookError
+from reprobook.remote.hosts import Host, Result, open_host
 
 
 T = TypeVar("T")

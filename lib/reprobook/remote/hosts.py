@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from .config import HostSpec, Settings
-from .errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, StepTimeout,
+from reprobook.core.config import HostSpec, Settings
+from reprobook.errors import (AuthenticationFailed, ExperimentError, HostKeyError, HostUnreachable, StepTimeout,
                      TestbedError)
 
 ANSWER_TIMEOUT_S = 120.0
@@ -43,7 +43,7 @@ MAX_OUTPUT_BYTES = 64 << 20
 STDERR_TAIL_BYTES = 64 << 10
 DRAIN_WAKE_S = 0.25
 """A command's channel is waited on for at most this long between checks of its time limits."""
-from .requirements import HostFacts, Requirements, facts_from, probe_script
+from reprobook.core.requirements import HostFacts, Requirements, facts_from, probe_script
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ import time
 from typing import Callable
 from dataclasses import dataclass
 
-from .errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
-from .hosts import Host
+from reprobook.errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
+from reprobook.remote.hosts import Host
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -309,7 +309,7 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
     With ``resume``, a run that exists but ended without success (failed,
     cancelled or lost) is started again with ``script``: its earlier attempt
     is kept in ``attempt-<n>/`` and the steps it finished are skipped (see
-    `reprobook.steps`). Returns the `Job` and whether it was started now
+    `reprobook.remote.steps`). Returns the `Job` and whether it was started now
     (``False``: attached).
 
     Raises
@@ -328,7 +328,7 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
         return job, word.startswith("RB:STARTED")
     if word.startswith("RB:BUSY"):
         holder = word[len("RB:BUSY"):].strip() or "unknown"
-        if holder.endswith(".hold"):  # a member of another run's placement (see reprobook.placement)
+        if holder.endswith(".hold"):  # a member of another run's placement (see reprobook.remote.placement)
             holder = holder[:-len(".hold")]
             raise HostBusy(f"this host is held for run {holder}, whose job runs on another host of its cluster. "
                            f"Wait for it (`reprobook status {holder}`) or cancel it (`reprobook cancel {holder}`) "

@@ -3,7 +3,7 @@
 `survey` runs one script on the host that lists every output file (output,
 size, modification time, path), names links and other odd files, reads the end
 of a few texts (a run's log) and sends the bytes of small files inline. Its
-NUL-separated records are parsed as they stream in (`reprobook.hosts.Host.run`
+NUL-separated records are parsed as they stream in (`reprobook.remote.hosts.Host.run`
 with ``on_stdout``), so a million files cost about their paths' bytes in
 memory (`RemoteFiles`), never the whole answer at once.
 
@@ -12,7 +12,7 @@ asked for; the size and time numbers; the path relative, valid UTF-8 and free
 of empty, ``.``, ``..`` and ``.rsync-partial`` components; inline bytes no
 more than was asked for; a record no longer than `MAX_RECORD_BYTES`. What
 fails is not kept but listed in `Listing.refused` (shown safely by
-`show_record`), for `reprobook.transfer.fetch` to report with the host's name.
+`show_record`), for `reprobook.remote.transfer.fetch` to report with the host's name.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
-from .config import OutputSpec
-from .errors import StepTimeout, TestbedError
-from .hosts import Host
+from reprobook.core.config import OutputSpec
+from reprobook.errors import StepTimeout, TestbedError
+from reprobook.remote.hosts import Host
 
 INLINE_MAX_BYTES = 16 << 10  # files below this size (64 at most per output) travel inside the listing
 INLINE_MAX_FILES = 64

@@ -9,14 +9,14 @@ Parameters reach the host as environment variables ``RB_<NAME>``, each value
 quoted; the step commands in the paper file read them from there.
 
 A claim with roles runs on a placement (a cluster of ``hosts.yaml``; see
-`reprobook.placement`): every host is checked at once before anything starts,
+`reprobook.remote.placement`): every host is checked at once before anything starts,
 the job runs on the control host, the other hosts are held for the run (a second
 run on any of them is refused), and outputs of other roles are fetched from each
 of their hosts into ``hosts/<name>/``. The manifest records every host with its
 roles and facts.
 
 One process at a time works on a run: `perform`, `reattach` and `collect`
-hold the run's lock (`reprobook.runs.RunStore.lock`); a second process waits,
+hold the run's lock (`reprobook.core.runs.RunStore.lock`); a second process waits,
 and says for whom. A process killed at any instant leaves the run store
 consistent, and `repair` (which ``reprobook status``, ``attach`` and ``run``
 call) puts the run's status right from what the host says.
@@ -30,23 +30,23 @@ import hashlib
 import sys
 from typing import Callable, Mapping
 
-from .config import Claim, Project
-from .errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
+from reprobook.core.config import Claim, Project
+from reprobook.errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
                      TestbedError)
-from .hosts import Host, open_host
-from .jobs import Job, JobStatus, launch
-from .listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
-from .listing import survey as survey_outputs
-from .locks import Holder
-from .runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
-from .placement import Placement, hold, open_hosts, place, release, survey
-from .scales import manifest_fields
-from .steps import build_script, expected_left_s, param_env
-from .transfer import fetch
+from reprobook.remote.hosts import Host, open_host
+from reprobook.remote.jobs import Job, JobStatus, launch
+from reprobook.remote.listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
+from reprobook.remote.listing import survey as survey_outputs
+from reprobook.core.locks import Holder
+from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
+from reprobook.remote.placement import Placement, hold, open_hosts, place, release, survey
+from reprobook.core.scales import manifest_fields
+from reprobook.remote.steps import build_script, expected_left_s, param_env
+from reprobook.remote.transfer import fetch
 
 
 def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
-    from .requirements import shortfalls
+    from reprobook.core.requirements import shortfalls
     facts = host.facts(claim.requires)
     short = shortfalls(facts, claim.requires)
     if short and not allow_insufficient:
@@ -104,7 +104,7 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
 
 @dataclass(frozen=True)
 class _RunInputs:
-    """A live run's inputs (name -> bytes) and, for generated ones, the `reprobook.inputs.RunInput` they came from.
+    """A live run's inputs (name -> bytes) and, for generated ones, the `reprobook.core.inputs.RunInput` they came from.
 
     With ``generate`` the claim's generator makes them once the hosts are known (`made_for`)."""
 
@@ -115,7 +115,7 @@ class _RunInputs:
     def made_for(self, project, claim, params, placement: Placement, facts: Mapping[str, Mapping]) -> "_RunInputs":
         if not self.generate:
             return self
-        from .inputs import generate
+        from reprobook.core.inputs import generate
         made = generate(project, claim, params, placement, facts)
         return _RunInputs({i.name: i.data for i in made}, {i.name: i for i in made})
 
@@ -198,7 +198,7 @@ def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
     """The parameters the run uses once its hosts' facts are known, and the manifest's ``adapted`` record."""
     if not claim.adaptations:
         return dict(params), {}
-    from .scales import adapt
+    from reprobook.core.scales import adapt
     used, made = adapt(claim.adaptations, params, facts, roles)
     for record in made:
         _say(f"adapted to the hosts: {record['why']} ({'; '.join(record['shortfalls'])}): "
@@ -346,7 +346,7 @@ def _outputs_by_host(claim: Claim, placement: Placement | None):
 def _fetch_members(run: Run, members: Mapping[str, Host], there: Mapping[str, Mapping]) -> list:
     """Fetch each other host's outputs into ``hosts/<name>/`` of the run; their paths say so."""
     import dataclasses
-    from .placement import hold_id_for
+    from reprobook.remote.placement import hold_id_for
     out = []
     for name, outputs in there.items():
         if name not in members:

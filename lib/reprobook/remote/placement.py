@@ -34,11 +34,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .config import CONTROL, Claim, Project
-from .errors import ConfigError, HostBusy, ReprobookError, TestbedError
-from .group import on_each
-from .hosts import Host, open_host
-from .requirements import HostFacts, Requirements, shortfalls
+from reprobook.core.config import CONTROL, Claim, Project
+from reprobook.errors import ConfigError, HostBusy, ReprobookError, TestbedError
+from reprobook.remote.group import on_each
+from reprobook.remote.hosts import Host, open_host
+from reprobook.core.requirements import HostFacts, Requirements, shortfalls
 
 HOLD_SCRIPT = """# reprobook: holds this host for run {run_id} (its job runs on {control})
 end=$(( $(date +%s) + {seconds} ))
@@ -240,7 +240,7 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
     released and the error (naming the host and, if busy, the run that holds
     it) is raised.
     """
-    from .jobs import Job, launch
+    from reprobook.remote.jobs import Job, launch
     script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
     hold_id = hold_id_for(run_id)
 
@@ -265,7 +265,7 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
 
 def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
     """Let the held hosts go (idempotent); return host -> error message for those that could not be told."""
-    from .jobs import Job
+    from reprobook.remote.jobs import Job
     script = 'd=$1; [ -d "$d" ] && touch "$d/release"; true'
     got = on_each(hosts, lambda h: h.run_script(script, Job(h, hold_id_for(run_id)).remote_dir, retries=2,
                                                    step=f"releasing the hold of run {run_id}"))

@@ -1,6 +1,6 @@
 """Steps: the job script of a live run, built so that a run can be resumed at the step that failed.
 
-A live run is one detached job (see `reprobook.jobs`) whose script checks out
+A live run is one detached job (see `reprobook.remote.jobs`) whose script checks out
 the paper's repositories at their pinned commits and then runs the claim's
 setup and run steps in order. Each step records its completion on the host,
 in ``<run dir>/steps/<n>.done``, with a hash of the step's text. When a run
@@ -28,7 +28,7 @@ is trusted on first use and kept in the run's directory (``guest_known_hosts``):
 image's key is the image's own, and it is the host, not the client, that connects.
 
 A step with a ``role`` runs on every host of that role of the run's placement (see
-`reprobook.placement`) at once, each line of its output prefixed with the host's name;
+`reprobook.remote.placement`) at once, each line of its output prefixed with the host's name;
 the control host runs its share itself, the others are reached over SSH from the
 control host by their names in ``hosts.yaml``, with the control host's own SSH
 configuration (``RB_SSH_CONFIG`` in the host's ``env`` names another file) and its own
@@ -52,11 +52,11 @@ import re
 import shlex
 from typing import Mapping, Sequence
 
-from .config import Claim, HostSpec, Paper, Repository, Step
-from .errors import ConfigError
+from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
+from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
-"""The prefix of the log line that starts each step (`reprobook.jobs` reads the last one as the current step)."""
+"""The prefix of the log line that starts each step (`reprobook.remote.jobs` reads the last one as the current step)."""
 
 _PRELUDE = r"""
 rb_force=0
@@ -249,13 +249,13 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
                  inputs: Mapping[str, bytes | str] | None = None) -> str:
     """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable.
 
-    ``placement`` (a `reprobook.placement.Placement`) gives the hosts of each role, and ``members`` their
+    ``placement`` (a `reprobook.remote.placement.Placement`) gives the hosts of each role, and ``members`` their
     `HostSpec` (for their workdirs); without them, every role is ``host``. ``inputs`` are files made where
     reprobook runs (generated experiment configs): the job writes them into ``$RB_RUN_DIR/inputs/<name>``
     before its first step (``RB_INPUTS`` names the directory).
     """
     q = shlex.quote
-    from .placement import Placement
+    from reprobook.remote.placement import Placement
     members = {host.name: host, **(members or {})}
     if placement is None:   # one host plays every role
         placement = Placement({r: (host.name,) for r in (claim.roles or [claim.control_role])}, claim.control_role)

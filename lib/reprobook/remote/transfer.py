@@ -16,7 +16,7 @@
 
 Nothing already fetched is ever deleted, whatever goes wrong.
 
-Nothing the host sends is trusted. The listing (`reprobook.listing`) is parsed
+Nothing the host sends is trusted. The listing (`reprobook.remote.listing`) is parsed
 as it streams in and every record is checked before anything is written: the
 output must be one that was asked for, the path relative and free of ``..``,
 empty and NUL components, and the local file it names must resolve inside the
@@ -45,13 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from .config import OutputSpec
-from .errors import OutputError, OutputsRefused, TestbedError
-from .hosts import Host, SshHost
-from .listing import INLINE_MAX_BYTES, SHOWN_REFUSALS, Listing, RemoteFile, show_record, survey
-from .listing import TEXT_MAX_BYTES, list_outputs  # noqa: F401 - importable from here, where they used to live
-from .locks import Lock
-from .runs import write_atomic
+from reprobook.core.config import OutputSpec
+from reprobook.errors import OutputError, OutputsRefused, TestbedError
+from reprobook.remote.hosts import Host, SshHost
+from reprobook.remote.listing import INLINE_MAX_BYTES, SHOWN_REFUSALS, Listing, RemoteFile, show_record, survey
+from reprobook.remote.listing import TEXT_MAX_BYTES, list_outputs  # noqa: F401 - importable from here, where they used to live
+from reprobook.core.locks import Lock
+from reprobook.core.runs import sha256_file, write_atomic  # noqa: F401  (sha256_file: public here too)
 
 STATE = ".fetch-state.json"
 FETCH_LOCK = ".fetch.lock"
@@ -68,14 +68,6 @@ class FetchedFile:
     size: int
     sha256: str
     transferred: bool
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _load_state(local_dir: Path) -> dict:

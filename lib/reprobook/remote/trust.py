@@ -7,8 +7,8 @@ import socket
 import sys
 from pathlib import Path
 
-from .errors import HostUnreachable
-from .hosts import SshHost, _fingerprint
+from reprobook.errors import HostUnreachable
+from reprobook.remote.hosts import SshHost, _fingerprint
 
 
 def trust_host(project, name: str, *, assume_yes: bool = False) -> int:

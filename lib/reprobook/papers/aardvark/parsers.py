@@ -4,7 +4,7 @@ vector-commitment latencies (one row per iteration), as tidy DataFrames.
 Malformed input raises :class:`~reprobook.errors.OutputError` naming the file,
 the 1-based line and the field. The generic parts (reading lines, numbers and
 counts, Go durations and ``go test`` timing lines) are the format kit's
-(`reprobook.parsers.text`, `reprobook.parsers.gotest`); what is left here is
+(`reprobook.formats.text`, `reprobook.formats.gotest`); what is left here is
 Aardvark's: the row names, the op letters and the file-name conventions.
 """
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, OutputError
-from .gotest import parse_go_duration, timings
-from .text import MAX_COUNT as _MAX_COUNT
-from .text import (LineIndex, parse_count, parse_number, parse_number_list, read_bytes,
+from reprobook.errors import ConfigError, OutputError
+from reprobook.formats.gotest import parse_go_duration, timings
+from reprobook.formats.text import MAX_COUNT as _MAX_COUNT
+from reprobook.formats.text import (LineIndex, parse_count, parse_number, parse_number_list, read_bytes,
                    read_lines, records, take_strings)
 
 __all__ = ["VALIDATOR_OPS_PER_TRIAL", "ARCHIVE_OPS_PER_TRIAL", "parse_go_duration",

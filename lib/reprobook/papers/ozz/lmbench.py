@@ -45,8 +45,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..errors import OutputError
-from .text import read_lines
+from reprobook.errors import OutputError
+from reprobook.formats.text import read_lines
 
 MISSING = -1.0
 """What getsummary stores for a measurement a file lacks (printed as a blank cell)."""

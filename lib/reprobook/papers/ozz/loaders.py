@@ -3,7 +3,7 @@
 A run measures two kernels, each in its own QEMU guest: the OEMU-instrumented one
 (``oemu``) and the non-instrumented baseline (``baseline``). Each guest leaves LMBench's
 summary (``summary-<kernel>.txt``) and the raw results files behind it
-(``<kernel>/results/<OS>/<host>.<n>``); `reprobook.parsers.lmbench` reads both, and where
+(``<kernel>/results/<OS>/<host>.<n>``); `reprobook.papers.ozz.lmbench` reads both, and where
 both are there they must agree cell for cell.
 
 The instrumented kernel's first LMBench run (``make results``) happens before
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import OutputError
-from ..parsers import lmbench
-from . import loader
+from reprobook.errors import OutputError
+from reprobook.papers.ozz import lmbench
+from reprobook.core.loaders import loader
 
 KERNELS = ("oemu", "baseline")
 """The two kernels of the experiment, as they name the outputs' directories and files."""

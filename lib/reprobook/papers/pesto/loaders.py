@@ -1,10 +1,10 @@
 """Pesto (SOSP'25) and the Basil (SOSP'21) sections of its artifact guide: loaders and knees.
 
-Every experiment of the Pequin artifact writes the same files (`reprobook.parsers.pesto`):
+Every experiment of the Pequin artifact writes the same files (`reprobook.papers.pesto.parsers`):
 one ``out/stats.json`` per client setting with its resolved config beside ``out/``. The
 loaders read every ``stats.json`` among a claim's outputs, label each setting from its
 resolved config, pool repeated settings, and mark the knee of each throughput–latency
-curve (`reprobook.parsers.pesto.knee`). Where an experiment directory holds the authors'
+curve (`reprobook.papers.pesto.parsers.knee`). Where an experiment directory holds the authors'
 ``plots/*.csv``, they are checked against the statistics.
 
 Labels come from the config (``replication_protocol`` and its settings, ``benchmark_name``,
@@ -28,9 +28,9 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import OutputError
-from ..parsers import pesto as parse
-from . import loader
+from reprobook.errors import OutputError
+from reprobook.papers.pesto import parsers as parse
+from reprobook.core.loaders import loader
 
 ARCHIVES = (".tar", ".tar.gz", ".tgz")
 """Archive suffixes the loaders unpack (an imported run's output tree)."""
@@ -88,7 +88,7 @@ def curves(outputs) -> pd.DataFrame:
     ``FailEager``, ``Incon``, ``NoFP``, ``FP``) for the microbenchmarks, ``type``
     (``Point``, ``Scan``, ``Scan-Cond``) and ``range_size`` for range reads, ``shards``,
     ``scale`` (shards; CockroachDB's node count), ``config`` (the authors' config name),
-    ``client_total`` and ``clients`` (`reprobook.parsers.pesto.total_clients`), ``runs``,
+    ``client_total`` and ``clients`` (`reprobook.papers.pesto.parsers.total_clients`), ``runs``,
     the metrics of ``run_stats.combined``, ``knee`` (the curve's knee) and, on the knee's
     row only, ``knee_tput_tx_per_s`` and ``knee_latency_ms``; ``directory`` (the
     setting's directory name). ``attrs["plot_csvs"]`` lists the authors' plot CSVs
@@ -139,7 +139,7 @@ def rehearsal(outputs) -> pd.DataFrame:
 
     ``source`` ``harness``: the harness's own ``out/stats.json`` (``run_stats.combined``). ``source``
     ``clients``: the clients' own outputs (``out/client-*/client-*-stdout-<run>.log`` and their
-    stderr), read by `reprobook.parsers.pesto.read_clients`: the committed transactions they printed,
+    stderr), read by `reprobook.papers.pesto.parsers.read_clients`: the committed transactions they printed,
     divided as the harness divides them, by the nominal window ``window_s`` (the run's length less
     both ramps), and the latencies pooled. The clients' own measured interval is longer (they end
     it at the first whole second past the nominal end, about one second more): ``measured_s`` and
@@ -149,7 +149,7 @@ def rehearsal(outputs) -> pd.DataFrame:
     clean-up; ``written``; ``missing``). ``server_commits``: what the one server's ``--stats_file`` says it
     committed over the whole run (NaN when it keeps no count, as TAPIR's, or when there are several
     servers, whose counts overlap); ``clients_whole_run``: what the clients' own lines add up to over
-    the same whole run (`reprobook.parsers.pesto.whole_run_requests`), to set beside it. On a cluster that shares one file system (a loopback
+    the same whole run (`reprobook.papers.pesto.parsers.whole_run_requests`), to set beside it. On a cluster that shares one file system (a loopback
     testbed) every client directory receives every client's files: each file counts once.
 
     Columns: :data:`REHEARSAL_COLUMNS`.
@@ -409,14 +409,14 @@ def published_curves(claim, *, x: str = "tput_tx_per_s", y: str = "latency_ms") 
     The cells of ``x`` and ``y`` that share their labels make one point; a curve is the
     points that share every label but the load, which is ``client_total`` where the
     table gives it and else ``point`` (the column order of the guide's table). The knee
-    is :func:`reprobook.parsers.pesto.knee`, as for measured curves.
+    is :func:`reprobook.papers.pesto.parsers.knee`, as for measured curves.
 
     Returns
     -------
     DataFrame
         The labels, ``x``, ``y`` and ``knee``; empty when the claim has no such cells.
     """
-    from ..plots import published_frame
+    from reprobook.core.published import published_frame
     xs, ys = published_frame(claim.published, y=x), published_frame(claim.published, y=y)
     if xs.empty or ys.empty:
         return pd.DataFrame()
@@ -492,7 +492,7 @@ def plot_curves(data: pd.DataFrame | None, published: pd.DataFrame | None = None
     """
     import matplotlib.pyplot as plt
     import seaborn as sns
-    from ..checks import matches
+    from reprobook.core.checks import matches
     ax = ax or plt.gca()
 
     def pick(frame):

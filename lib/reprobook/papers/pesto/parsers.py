@@ -32,8 +32,8 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import OutputError
-from . import tables
+from reprobook.errors import OutputError
+from reprobook.formats import tables
 
 METRICS = {"tput": "tput_tx_per_s", "mean": "latency_ms", "p50": "p50_ms", "p99": "p99_ms",
            "tput_s_honest": "tput_per_correct_client"}

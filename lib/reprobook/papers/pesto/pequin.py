@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
+from reprobook.errors import ConfigError
 
 CLIENT_KEYS = ("client_total", "client_processes_per_client_node", "client_threads_per_process")
 """The keys of one client setting, in the guide's order."""
@@ -403,7 +403,7 @@ def _short(value: Any, width: int = 90) -> str:
 
 # --------------------------------------------------------------------------- inputs of a live run
 
-from .inputs import RunInput, generator  # noqa: E402  (the registry imports this module to fill itself)
+from reprobook.core.inputs import RunInput, generator  # noqa: E402  (the registry imports this module to fill itself)
 
 
 @generator("pequin.configs")
@@ -417,7 +417,7 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
     the control host's workdir unless absolute); ``duration_s``, ``ramp_s`` and ``runs`` (0: the config's
     own) are applied when the claim has them. The servers are the placement's role ``server``.
     """
-    from . import artifacts
+    from reprobook.core import artifacts
     paper = project.paper(claim.paper)
     if repository not in paper.repositories:
         raise ConfigError(f"{claim.key}: inputs.options.repository names no repository of the paper: {repository!r}",
@@ -563,7 +563,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     ``tables`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
     control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
     """
-    from . import artifacts
+    from reprobook.core import artifacts
     paper = project.paper(claim.paper)
     repo = paper.repositories.get(repository)
     if repo is None:

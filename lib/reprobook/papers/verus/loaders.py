@@ -1,7 +1,7 @@
 """Verus (SOSP'24): Claims A–E (Figs 6–8, 11–13), IronKV (Fig 9), node replication (Fig 10).
 
 Each loader takes the authors' shipped files or the raw files of a live run and
-returns one tidy frame; the formats are read by `reprobook.parsers.verus` and the
+returns one tidy frame; the formats are read by `reprobook.papers.verus.parsers` and the
 format kit. Aggregations follow the authors' scripts, named in each docstring.
 """
 
@@ -14,10 +14,10 @@ from typing import Callable
 
 import pandas as pd
 
-from ..errors import OutputError
-from ..parsers import jsonfmt, tables
-from ..parsers import verus as parse
-from . import loader
+from reprobook.errors import OutputError
+from reprobook.formats import jsonfmt, tables
+from reprobook.papers.verus import parsers as parse
+from reprobook.core.loaders import loader
 
 PMLOG_MIB_APPENDED = 8192
 """MiB appended per iteration (``BYTES_TO_APPEND`` = 8 GiB in ``verif-storage-eval``)."""

@@ -16,7 +16,7 @@ repositories they call):
   artifact's ``macro-table.pdf`` renders it.
 
 The persistent-memory log, IronKV and NR files are plain CSV/TSV, read in
-`reprobook.loaders.verus` with `tables`.
+`reprobook.papers.verus.loaders` with `tables`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import OutputError
-from . import jsonfmt, latex, tables, text
+from reprobook.errors import OutputError
+from reprobook.formats import jsonfmt, latex, tables, text
 
 MILLI_COLUMNS = ["benchmark", "experiment", "tool", "pushes", "function", "outcome",
                  "seconds", "timed_out", "line"]

@@ -1,0 +1,130 @@
+"""The configuration model: the frozen records a paper file becomes (below a claim).
+
+Made by `reprobook.core.config` from validated YAML; read by the checks, the steps and the pages.
+Nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from reprobook.core.requirements import Requirements
+
+
+@dataclass(frozen=True)
+class Repository:
+    name: str
+    url: str
+    commit: str
+    checkout: str
+    submodules: Mapping[str, str] = field(default_factory=dict)
+    license: str = ""
+    exclude: tuple[str, ...] = ()    # paths (git patterns) a checkout leaves out: a sparse checkout
+
+    @property
+    def slug(self) -> str:
+        """``owner/name`` for a GitHub-style URL, else the local name."""
+        m = re.search(r"github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/?$", self.url)
+        return m.group(1) if m else self.name
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: str
+    cwd: str = ""
+    expected_minutes: float = 0.0
+    note: str = ""
+    where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.remote.steps)
+    role: str = ""         # the role whose hosts run it ("": the control role; see reprobook.remote.placement)
+    sweep: bool = False    # run once per point of the claim's sweep (see reprobook.sweeps)
+
+
+@dataclass(frozen=True)
+class PublishedValue:
+    """One source's value for a published number (a figure of a draft, of the camera-ready, a guide's example)."""
+
+    name: str
+    value: float
+    source: str
+    precision: str
+
+
+@dataclass(frozen=True)
+class PublishedNumber:
+    """A number the paper (or its guide) publishes: the target value of the checks, and where it comes from.
+
+    ``labels`` say which measured rows it speaks of; ``measure`` names the
+    measured column when it is not the check's own (a table of several
+    measures); ``sources`` holds every source's value, the target's first.
+    """
+
+    id: str
+    value: float
+    unit: str
+    source: str
+    precision: str
+    what: str = ""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    measure: str = ""
+    table: str = ""
+    sources: tuple[PublishedValue, ...] = ()
+
+    @property
+    def read_off_figure(self) -> bool:
+        return self.precision == "read-off-figure"
+
+    @property
+    def others(self) -> tuple[PublishedValue, ...]:
+        """The sources other than the target."""
+        return self.sources[1:]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    kind: str
+    what: str
+    value: str
+    options: Mapping[str, Any]
+    needs: Any = None      # a `reprobook.core.scales.CheckNeeds`: the scale and host the check needs to be judged
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    path: str
+    glob: str = "*"
+    description: str = ""
+    role: str = ""         # the role whose hosts hold it ("": the control role)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    default: Any
+    help: str
+
+
+PRESENTATIONS = ("plot", "table", "both")
+CONTROL = "control"
+"""The role of a claim without roles: its one host, where the job runs."""
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """A role of a claim's placement: how many hosts it takes (``max`` None: any number) and what they need."""
+
+    name: str
+    min: int = 1
+    max: int | None = 1
+    requires: Requirements | None = None
+    description: str = ""
+
+    @property
+    def count_words(self) -> str:
+        if self.max == self.min:
+            return f"{self.min} host{'s' if self.min != 1 else ''}"
+        return f"{self.min} or more hosts" if self.max is None else f"{self.min} to {self.max} hosts"

@@ -1,0 +1,53 @@
+"""Papers as plug-ins: the one place the engine finds them.
+
+A paper is a Python package that registers what it adds to the engine when it is imported: its
+loaders (`reprobook.core.loaders.loader`), its input generators (`reprobook.core.inputs.generator`).
+The engine never imports a paper by name. It finds them here, in two ways:
+
+* the papers that ship with reprobook: every package under ``reprobook/papers/`` (a fifth paper
+  is a new folder there, ``reprobook new PAPER`` makes one);
+* papers installed from elsewhere: a distribution that declares an entry point in the group
+  ``reprobook.papers``, e.g. in its ``pyproject.toml``::
+
+      [project.entry-points."reprobook.papers"]
+      mypaper = "mypaper_reprobook"
+
+`load_papers` imports each once per process; the registries call it before they answer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from importlib.metadata import entry_points
+
+from reprobook.errors import ConfigError
+
+GROUP = "reprobook.papers"
+BUILTIN = "reprobook.papers"
+_LOADED: dict[str, str] | None = None
+
+
+def load_papers() -> dict[str, str]:
+    """Import every paper package (once): its name -> the module that registered it."""
+    global _LOADED
+    if _LOADED is not None:
+        return _LOADED
+    found: dict[str, str] = {}
+    spec = importlib.util.find_spec(BUILTIN)
+    if spec is not None and spec.submodule_search_locations:
+        for mod in sorted(pkgutil.iter_modules(spec.submodule_search_locations), key=lambda m: m.name):
+            if mod.ispkg and not mod.name.startswith("_"):
+                found[mod.name] = f"{BUILTIN}.{mod.name}"
+    for ep in entry_points(group=GROUP):
+        found.setdefault(ep.name, ep.value)
+    loaded: dict[str, str] = {}
+    for name, module in found.items():
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"the paper plug-in {name!r} ({module}) cannot be imported: {exc}") from exc
+        loaded[name] = module
+    _LOADED = loaded
+    return loaded
