@@ -32,10 +32,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from reprobook.book.site import execution, verdicts
-from reprobook.book.site.config import Project
-from reprobook.book.site.errors import ReprobookError
-from reprobook.book.site.runs import MANIFEST, RunStore
+from reprobook.book import execution
+from reprobook.core import verdicts
+from reprobook.core.config import Project
+from reprobook.errors import ReprobookError
+from reprobook.core.runs import MANIFEST, RunStore
 
 STATE = "reprobook-inputs.json"
 LOCK = ".reprobook-book.lock"
@@ -318,7 +319,7 @@ def build(project: Project | str | Path, *, clean: bool = False, quiet: bool = F
     if isinstance(project, Project):
         root, load = project.root, (lambda: project)
     else:
-        from reprobook.book.site.config import load_project
+        from reprobook.core.config import load_project
         root = Path(project).resolve()
         load = lambda: load_project(root)  # noqa: E731
     workers = workers_setting(workers)
