@@ -131,19 +131,43 @@ def _parse_params(pairs) -> dict:
     return params
 
 
+def _plan(project, claim, args, params):
+    """The `RunPlan` of ``run``/``plan``: unknown names and ill-typed values are refused before anything runs."""
+    from reprobook.core.plan import make_plan
+    if args.source == "live":
+        from reprobook.remote.live import plan_live
+        return plan_live(project, claim, args.host, params, new=args.new)
+    return make_plan(claim, params, paper=project.paper(claim.paper), source=args.source)
+
+
+def cmd_plan(args) -> int:
+    """``plan CLAIM``: what a run would do, resolved, without contacting any host."""
+    project = _project()
+    claim = project.claim(args.claim)
+    plan = _plan(project, claim, args, _parse_params(args.param))
+    if args.json:
+        print(json.dumps(plan.as_dict(), indent=2))
+    else:
+        print(plan.describe())
+    return 0
+
+
 def cmd_run(args) -> int:
-    from reprobook.remote.live import perform
+    from reprobook.remote.live import execute
     from reprobook.core.runs import RunStore
     if args.all or args.hosts:
         return _run_all(args)
     project = _project()
     claim = project.claim(args.claim)
     params = _parse_params(args.param)
-    claim.resolve_params(params)  # unknown names and ill-typed values are refused before anything runs
+    plan = _plan(project, claim, args, params)
+    if args.dry_run:
+        print(plan.describe())
+        print("(a dry run: nothing was started)")
+        return 0
     store = RunStore(project.settings.runs_dir)
     if args.source == "live":
-        run = perform(project, claim, args.host, params, new=args.new,
-                      allow_insufficient=args.allow_insufficient_host, progress=not args.quiet)
+        run = execute(project, plan, allow_insufficient=args.allow_insufficient_host, progress=not args.quiet)
         source = run.id
     elif args.source in ("auto", "reference"):
         if args.source == "reference" and not claim.reference:
@@ -402,7 +426,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-insufficient-host", action="store_true",
                    help="live: run even if the host is below the claim's requirements (numbers not comparable)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    s.add_argument("--dry-run", action="store_true", help="print the run's plan (as `reprobook plan` does) and "
+                                                         "start nothing")
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",
+                       description="Resolve a claim's run without contacting any host: the parameters (defaults "
+                                   "filled in, names and types checked), the scale and its deviations from the "
+                                   "guide, the hosts of each role and what they need, the checkouts, the steps, "
+                                   "the sweep and the run id. The same record is kept in a live run's manifest "
+                                   "(`plan`).")
+    s.add_argument("claim", help="paper/claim, e.g. pesto/sample-runs")
+    s.add_argument("--source", default="live", help="live (default), auto, reference, or a run id")
+    s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml (default: local)")
+    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+    s.add_argument("--new", action="store_true", help="the plan of a fresh run (a new run id)")
+    s.add_argument("--json", action="store_true", help="the plan as JSON (the fields of the manifest's `plan`)")
+    s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("report", help="write the evaluator's report of a paper (Markdown and JSON)",
                        description="Judge every claim of a paper from its latest run (else the authors' shipped "

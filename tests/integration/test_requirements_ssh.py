@@ -22,7 +22,8 @@ import yaml
 from reprobook.core.config import HostSpec, load_project
 from reprobook.errors import RequirementsNotMet
 from reprobook.remote.hosts import open_host
-from reprobook.remote.live import _check_host, perform
+from reprobook.remote.live import perform
+from reprobook.remote.placement import check_host
 from reprobook.core.requirements import Requirements, shortfalls
 from reprobook.core.runs import RunStore
 
@@ -71,7 +72,7 @@ def _physical_cores_here() -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class StandIn:
-    """What `_check_host` reads of a claim."""
+    """What `check_host` reads of a claim."""
 
     key: str
     requires: Requirements
@@ -129,28 +130,28 @@ def test_docker_is_refused_when_only_the_command_exists(node):
     claim = StandIn("fixture/docker", Requirements(docker=True, why="the benchmark runs in containers"))
     if has_cmd and here.returncode != 0:
         with pytest.raises(RequirementsNotMet) as err:
-            _check_host(node, claim, allow_insufficient=False)
+            check_host(node, claim, allow_insufficient=False)
         msg = str(err.value)
         assert "host 'node1'" in msg and "fixture/docker" in msg
         assert "needs Docker usable by the user; docker command found but the daemon does not answer: " in msg
         assert here.stderr.strip().splitlines()[-1] in msg  # the daemon's own words, e.g. "Cannot connect to ..."
         assert "because: the benchmark runs in containers" in msg
-        facts, short = _check_host(node, claim, allow_insufficient=True)
+        facts, short = check_host(node, claim, allow_insufficient=True)
         assert facts.docker is False and short and short[0].startswith("needs Docker usable by the user; ")
     elif not has_cmd:
         with pytest.raises(RequirementsNotMet, match="docker command not found"):
-            _check_host(node, claim, allow_insufficient=False)
+            check_host(node, claim, allow_insufficient=False)
     else:
-        facts, short = _check_host(node, claim, allow_insufficient=False)
+        facts, short = check_host(node, claim, allow_insufficient=False)
         assert facts.docker is True and short == []
 
 
 def test_numa_nodes_beyond_this_machine_are_refused(node):
     n = _numa_nodes_here()
     with pytest.raises(RequirementsNotMet) as err:
-        _check_host(node, StandIn("fixture/numa", Requirements(numa_nodes=n + 1)), allow_insufficient=False)
+        check_host(node, StandIn("fixture/numa", Requirements(numa_nodes=n + 1)), allow_insufficient=False)
     assert f"needs {n + 1} NUMA nodes, has {n}" in str(err.value)
-    _, short = _check_host(node, StandIn("fixture/numa", Requirements(numa_nodes=n)), allow_insufficient=False)
+    _, short = check_host(node, StandIn("fixture/numa", Requirements(numa_nodes=n)), allow_insufficient=False)
     assert short == []
 
 
@@ -160,10 +161,10 @@ def test_smt_is_judged_from_this_machines_state(node):
     for wanted in ("on", "off"):
         claim = StandIn(f"fixture/smt-{wanted}", Requirements(smt=wanted))
         if state == wanted:
-            assert _check_host(node, claim, allow_insufficient=False)[1] == []
+            assert check_host(node, claim, allow_insufficient=False)[1] == []
         else:
             with pytest.raises(RequirementsNotMet) as err:
-                _check_host(node, claim, allow_insufficient=False)
+                check_host(node, claim, allow_insufficient=False)
             said = (f"needs SMT {wanted}, it is {state}" if state != "unknown"
                     else f"needs SMT {wanted}, but the host's SMT state is unknown")
             assert said in str(err.value)
@@ -174,10 +175,10 @@ def test_disk_beyond_the_free_space_of_the_workdir_is_refused(node, tmp_path):
     free = _free_gib(tmp_path)
     need = round(free * 2 + 100)
     with pytest.raises(RequirementsNotMet) as err:
-        _check_host(node, StandIn("fixture/disk", Requirements(disk_gib=need)), allow_insufficient=False)
+        check_host(node, StandIn("fixture/disk", Requirements(disk_gib=need)), allow_insufficient=False)
     assert f"needs {need} GiB free in the workdir, has " in str(err.value)
     assert f"GiB free at {tmp_path}" in str(err.value)
-    _, short = _check_host(node, StandIn("fixture/disk", Requirements(disk_gib=0.01)), allow_insufficient=False)
+    _, short = check_host(node, StandIn("fixture/disk", Requirements(disk_gib=0.01)), allow_insufficient=False)
     assert short == []
 
 

@@ -24,13 +24,15 @@ call) puts the run's status right from what the host says.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from dataclasses import dataclass
 import hashlib
+from dataclasses import dataclass
 import sys
 from typing import Callable, Mapping
 
 from reprobook.core.config import Claim, Project
+from reprobook.core.plan import RunPlan, make_plan
 from reprobook.errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
                      TestbedError)
 from reprobook.remote.hosts import Host, open_host
@@ -45,17 +47,29 @@ from reprobook.remote.steps import build_script, expected_left_s, param_env
 from reprobook.remote.transfer import fetch
 
 
-def _check_host(host: Host, claim: Claim, allow_insufficient: bool):
-    from reprobook.core.requirements import shortfalls
-    facts = host.facts(claim.requires)
-    short = shortfalls(facts, claim.requires)
-    if short and not allow_insufficient:
-        why = f" The paper's experiment needs this because: {claim.requires.why}" if claim.requires.why else ""
-        raise RequirementsNotMet(
-            f"does not meet the requirements of {claim.key}: {'; '.join(short)}.{why} "
-            f"To run anyway (the numbers will not be comparable with the paper's), pass allow_small_host=True "
-            f"in the notebook or --allow-insufficient-host on the command line.", host=host.name)
-    return facts, short
+def plan_live(project: Project, claim: Claim, target: str, params: Mapping, *, new: bool = False,
+              inputs: Mapping[str, bytes | str] | None = None, run_id: str | None = None) -> RunPlan:
+    """The `RunPlan` of a live run of ``claim`` on ``target`` (a host, or a cluster of ``hosts.yaml``).
+
+    Nothing is contacted: the placement comes from ``hosts.yaml``, the parameters are resolved (names
+    and types checked), and the run id follows from the claim, the placement and the parameters (and
+    from ``inputs`` given by the caller, which make another run). ``new`` gives a fresh id; ``run_id``
+    names a recorded run to attach to or resume instead.
+    """
+    if not claim.runs_live:
+        how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
+               f"`reprobook import {claim.key} FILES…`." if claim.manual else "")
+        raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
+    placement = place(project, claim, target)
+    draft = make_plan(claim, params, paper=project.paper(claim.paper), source="live", target=target,
+                      roles=placement.roles, cluster=placement.cluster, new=new)
+    env = param_env(claim, draft.params)
+    nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
+    given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
+    keyed = {k: env[k] for k in sorted(env)}
+    if given:  # the caller's own files make another run; generated ones follow from what the id has
+        keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(given.items())}
+    return dataclasses.replace(draft, run_id=run_id or run_id_for(claim, placement.key(), keyed, nonce))
 
 
 def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, new: bool = False,
@@ -77,29 +91,45 @@ def perform(project: Project, claim: Claim, host_name: str, params: Mapping, *, 
     pool learns the run id while this call still waits. ``run_id`` names the
     recorded run to attach to or resume instead of the one the parameters name
     (how `resume` picks up a run started with ``new=True``).
+
+    It is `plan_live` then `execute`.
     """
-    if not claim.runs_live:
-        how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
-               f"`reprobook import {claim.key} FILES…`." if claim.manual else "")
-        raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
-    placement = place(project, claim, host_name)
-    spec = project.hosts.host(placement.control)
-    paper = project.paper(claim.paper)
-    env = param_env(claim, params)  # validates names and types before anything happens
-    nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
-    given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
-    keyed = {k: env[k] for k in sorted(env)}
-    if given:  # the caller's own files make another run; generated ones follow from what the id has
-        keyed["inputs"] = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(given.items())}
-    run_id = run_id or run_id_for(claim, placement.key(), keyed, nonce)
+    plan = plan_live(project, claim, host_name, params, new=new, inputs=inputs, run_id=run_id)
+    return execute(project, plan, allow_insufficient=allow_insufficient, progress=progress, poll_s=poll_s,
+                   inputs=inputs, on_run=on_run)
+
+
+def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False, progress: bool = True,
+            poll_s: float | None = None, inputs: Mapping[str, bytes | str] | None = None,
+            on_run: Callable[[Run], None] | None = None) -> Run:
+    """Carry out a live `RunPlan`: survey its hosts, launch the job on the control host, follow it, fetch.
+
+    One path for one host and for a cluster (a single host is a placement of one). A run already
+    recorded under the plan's id is attached to, resumed, or (when it succeeded) returned.
+    """
+    claim = plan.claim
+    placement = Placement(dict(plan.roles), next(iter(plan.roles)), plan.cluster)
     store = RunStore(project.settings.runs_dir)
-    with store.lock(run_id).acquire(on_wait=_waiting(run_id)):
+    given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
+    with store.lock(plan.run_id).acquire(on_wait=_waiting(plan.run_id)):
         kept = _RunInputs(given, {}, generate=inputs is None and bool(claim.inputs))
-        if not placement.single:
-            return _perform_placed(project, claim, store, run_id, placement, paper, params, allow_insufficient,
-                                   progress, poll_s, kept, on_run)
-        return _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
-                        kept, on_run, placement)
+        resume, done = _resuming(store, plan.run_id, on_run)
+        if done is not None:
+            return done
+        specs = {n: project.hosts.host(n) for n in placement.hosts}
+        with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
+            host = sv.hosts[placement.control]
+            facts = {n: f.as_dict() for n, f in sv.facts.items()}
+            params, adapted = _adapted(claim, plan.params, facts, {n: placement.roles_of(n) for n in placement.hosts})
+            kept = kept.made_for(project, claim, params, placement, facts)
+            script = build_script(project.paper(claim.paper), claim, specs[placement.control], params,
+                                  Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
+                                  inputs=kept.data)
+            shortfalls = ([s for lines in sv.shortfalls.values() for s in lines] if placement.single else
+                          [f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
+            return _start(project, plan, store, host, script, params, resume, kept, progress, poll_s, on_run,
+                          members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
+                          hosts=sv.manifest(), host_facts=facts, requirement_shortfalls=shortfalls, **adapted)
 
 
 @dataclass(frozen=True)
@@ -156,43 +186,6 @@ def _resuming(store: RunStore, run_id: str, on_run=None) -> tuple[bool, Run | No
                                "launching", "ended", "interrupted", "created"), None
 
 
-def _perform_placed(project, claim, store, run_id, placement: Placement, paper, params, allow_insufficient,
-                    progress, poll_s, inputs: _RunInputs, on_run) -> Run:
-    """`perform` on several hosts: survey them all, hold the members, launch on the control host, follow."""
-    resume, done = _resuming(store, run_id, on_run)
-    if done is not None:
-        return done
-    specs = {n: project.hosts.host(n) for n in placement.hosts}
-    with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
-        host = sv.hosts[placement.control]
-        facts = {n: f.as_dict() for n, f in sv.facts.items()}
-        asked = params
-        params, adapted = _adapted(claim, params, facts, {n: placement.roles_of(n) for n in placement.hosts})
-        inputs = inputs.made_for(project, claim, params, placement, facts)
-        script = build_script(paper, claim, specs[placement.control], params, Job(host, run_id).remote_dir,
-                              placement=placement, members=specs, inputs=inputs.data)
-        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
-                      members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
-                      hosts=sv.manifest(), host_facts=facts,
-                      requirement_shortfalls=[f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines],
-                      asked=asked, **adapted)
-
-
-def _perform(project, claim, store, run_id, spec, paper, params, allow_insufficient, progress, poll_s,
-             inputs: _RunInputs, on_run, placement: Placement) -> Run:
-    resume, done = _resuming(store, run_id, on_run)
-    if done is not None:
-        return done
-    with open_host(spec, project.settings) as host:
-        facts, short = _check_host(host, claim, allow_insufficient)
-        asked = params
-        params, adapted = _adapted(claim, params, {spec.name: facts.as_dict()})
-        inputs = inputs.made_for(project, claim, params, placement, {spec.name: facts.as_dict()})
-        script = build_script(paper, claim, spec, params, Job(host, run_id).remote_dir, inputs=inputs.data)
-        return _start(project, claim, store, run_id, host, script, params, resume, inputs, progress, poll_s, on_run,
-                      host_facts={spec.name: facts.as_dict()}, requirement_shortfalls=short, asked=asked, **adapted)
-
-
 def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
              roles: Mapping[str, tuple[str, ...]] | None = None) -> tuple[dict, dict]:
     """The parameters the run uses once its hosts' facts are known, and the manifest's ``adapted`` record."""
@@ -206,20 +199,19 @@ def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
     return used, ({"adapted": made} if made else {})
 
 
-def _start(project, claim, store, run_id, host: Host, script: str, params, resume: bool, inputs: _RunInputs, progress,
-           poll_s, on_run, *,
-           members: Mapping[str, Host] | None = None, asked: Mapping | None = None, **fields) -> Run:
+def _start(project, plan: RunPlan, store, host: Host, script: str, params, resume: bool, inputs: _RunInputs,
+           progress, poll_s, on_run, *, members: Mapping[str, Host] | None = None, **fields) -> Run:
     """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow.
 
-    ``params`` are those the run uses; the manifest's ``parameters`` are those ``asked`` for (what the run
-    id and ``auto`` go by), defaults filled in, ``given`` the names of those asked for explicitly (a run
-    resumed by id asks for those again, so that its hosts adapt it as they did), and ``adapted`` says
-    what the hosts changed of them."""
+    ``params`` are those the run uses; the manifest's ``parameters`` are those the plan asked for (what
+    the run id and ``auto`` go by), defaults filled in, ``given`` the names of those asked for explicitly
+    (a run resumed by id asks for those again, so that its hosts adapt it as they did), ``adapted`` says
+    what the hosts changed of them, and ``plan`` is the whole `RunPlan`."""
+    claim, run_id = plan.claim, plan.run_id
     paper = project.paper(claim.paper)
     job = Job(host, run_id)
-    asked = params if asked is None else asked
     run = store.create(claim, run_id, source="live", host=host.name,
-                       parameters=claim.resolve_params(asked), given=sorted(asked),
+                       parameters=dict(plan.params), given=sorted(plan.asked), plan=plan.as_dict(),
                        remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                        status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                       for r in paper.repositories_for(claim)},

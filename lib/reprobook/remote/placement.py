@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from reprobook.core.config import CONTROL, Claim, Project
-from reprobook.errors import ConfigError, HostBusy, ReprobookError, TestbedError
+from reprobook.errors import ConfigError, HostBusy, ReprobookError, RequirementsNotMet, TestbedError
 from reprobook.remote.group import on_each
 from reprobook.remote.hosts import Host, open_host
 from reprobook.core.requirements import HostFacts, Requirements, shortfalls
@@ -184,6 +184,29 @@ def requirements_of(claim: Claim, placement: Placement, host: str) -> list[Requi
     return [claim.role(r).requires or claim.requires for r in placement.roles_of(host)]
 
 
+def _short_of_requirements(claim: Claim, host: str, short: list[str]) -> RequirementsNotMet:
+    why = f" The paper's experiment needs this because: {claim.requires.why}" if claim.requires.why else ""
+    return RequirementsNotMet(
+        f"does not meet the requirements of {claim.key}: {'; '.join(short)}.{why} "
+        f"To run anyway (the numbers will not be comparable with the paper's), pass allow_small_host=True "
+        f"in the notebook or --allow-insufficient-host on the command line.", host=host)
+
+
+def check_host(host: Host, claim: Claim, *, allow_insufficient: bool = False) -> tuple[HostFacts, list[str]]:
+    """Probe ``host`` and judge it against ``claim``'s requirements: its facts and its shortfalls.
+
+    Raises
+    ------
+    RequirementsNotMet
+        The host falls short (unless ``allow_insufficient``); the message says of what and how to run anyway.
+    """
+    facts = host.facts(claim.requires)
+    short = shortfalls(facts, claim.requires)
+    if short and not allow_insufficient:
+        raise _short_of_requirements(claim, host.name, short)
+    return facts, short
+
+
 def survey(project: Project, claim: Claim, placement: Placement, *, allow_insufficient: bool = False) -> Survey:
     """Open every host of ``placement`` in parallel, probe its facts and judge it against its roles.
 
@@ -219,6 +242,12 @@ def survey(project: Project, claim: Claim, placement: Placement, *, allow_insuff
         elif short and not allow_insufficient:
             report[name] = f"{name} ({roles}): {'; '.join(short)}"
     opened = {n: r[0] for n, r in results.items() if r[0] is not None}
+    if report and placement.single:
+        # one host: its own error (unreachable, host key, ...) or its shortfalls, as for any single host
+        for h in opened.values():
+            h.close()
+        (name, (_, _, short, exc)), = results.items()
+        raise exc if exc is not None else _short_of_requirements(claim, name, short)
     if report:
         for h in opened.values():
             h.close()

@@ -1,0 +1,163 @@
+"""A run plan: what exactly a run of a claim will do, resolved once, before anything starts.
+
+`make_plan` takes a claim, the parameters a caller gave (a notebook's cell, ``-p`` on the command
+line, the panel's form), where the outputs come from and, for a live run, its placement, and
+returns a frozen `RunPlan`: the parameters resolved (defaults filled in, names and types checked),
+the scale and the deviations it implies, the steps each role runs, the sweep's points, what each
+role's hosts must have, the generated inputs, and the run's id. The command line prints it
+(``reprobook plan CLAIM``, ``reprobook run … --dry-run``), live execution consumes it
+(`reprobook.remote.live.execute`), and the run's manifest records it (``plan``), so "what did this
+run do" is one record to read, store or diff.
+
+The hosts' facts may still change a live run once they are known (an adaptation to a small host,
+`reprobook.core.scales.adapt`): the manifest's ``adapted`` says what changed, beside the plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from reprobook.core.config import Claim, Paper
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run of a claim, as it will be done (see the module doc).
+
+    ``asked`` are the parameters as the caller gave them (what a run id and ``auto`` go by, and what
+    a resumed run asks for again); ``params`` the same resolved; ``roles`` maps each role to its host
+    names (a single host plays every role: a placement of one).
+    """
+
+    claim: "Claim"
+    asked: Mapping[str, Any]
+    params: Mapping[str, Any]
+    source: str = "auto"
+    target: str = ""
+    roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cluster: str = ""
+    run_id: str = ""
+    new: bool = False
+    steps: tuple[tuple[str, str, str], ...] = ()    # (name, role, where) in order, the checkout first
+    repositories: tuple[tuple[str, str, str], ...] = ()   # (name, url, commit)
+
+    @property
+    def live(self) -> bool:
+        return self.source == "live"
+
+    @property
+    def scale(self) -> str | None:
+        return self.claim.scale_of(self.params)
+
+    @property
+    def deviations(self) -> list:
+        """What the run does differently from the guide (`reprobook.core.scales.Deviation`), from the parameters."""
+        return self.claim.deviations_for(self.params)
+
+    @property
+    def sweep(self) -> list[dict[str, Any]]:
+        """The sweep's points, in order (``[{}]`` for a claim without a sweep)."""
+        axes = self.claim.sweep_axes
+        return [dict(zip(axes, combo)) for combo in itertools.product(*(self.params[a] for a in axes))]
+
+    @property
+    def requirements(self) -> dict[str, list[str]]:
+        """Role -> what its hosts must have, in words."""
+        roles = self.roles or {self.claim.control_role: ()}
+        return {r: list((self.claim.role(r).requires or self.claim.requires).describe()) for r in roles}
+
+    def as_dict(self) -> dict:
+        """A JSON-able record of the plan (the manifest's ``plan``, ``reprobook plan --json``)."""
+        return {
+            "claim": self.claim.key, "source": self.source, "target": self.target, "cluster": self.cluster,
+            "run_id": self.run_id, "new": self.new,
+            "asked": dict(self.asked), "parameters": {k: _jsonable(v) for k, v in self.params.items()},
+            "scale": self.scale,
+            "deviations": [d.as_dict() for d in self.deviations],
+            "roles": {r: list(h) for r, h in self.roles.items()},
+            "requirements": self.requirements,
+            "repositories": [{"name": n, "url": u, "commit": c} for n, u, c in self.repositories],
+            "steps": [{"name": n, "role": r, "where": w} for n, r, w in self.steps],
+            "sweep_points": len(self.sweep) if self.claim.sweep_axes else 0,
+            "expected_minutes": self.claim.expected_minutes,
+        }
+
+    def describe(self) -> str:
+        """The plan in words, a line per fact, for a terminal."""
+        c = self.claim
+        lines = [f"plan of {c.key}: {c.title}" if getattr(c, "title", "") else f"plan of {c.key}"]
+        where = {"live": f"a live run on {self.cluster or self.target}", "reference": "the authors' shipped outputs",
+                 "auto": "the latest recorded run, else the authors' shipped outputs"}.get(
+            self.source, f"the recorded run {self.source}")
+        lines.append(f"  outputs from: {where}")
+        if self.run_id:
+            lines.append(f"  run id:       {self.run_id}" + (" (a fresh run)" if self.new else
+                                                          " (attaches to, or resumes, a run with this id)"))
+        if self.scale:
+            lines.append(f"  scale:        {self.scale}")
+        shown = {k: v for k, v in self.params.items() if k != "scale"}
+        if shown:
+            lines.append("  parameters:   " + ", ".join(
+                f"{k}={_words(v)}" + ("" if k in self.asked else " (default)") for k, v in shown.items()))
+        if self.roles:
+            for role, hosts in self.roles.items():
+                needs = "; ".join(self.requirements.get(role, [])) or "any machine"
+                lines.append(f"  role {role}: {', '.join(hosts)} (needs: {needs})")
+        else:
+            needs = "; ".join(self.requirements.get(c.control_role, [])) or "any machine"
+            lines.append(f"  machine:      {needs}")
+        for name, url, commit in self.repositories:
+            lines.append(f"  checkout:     {name} {url} @ {commit[:12]}")
+        if self.steps:
+            lines.append(f"  steps ({len(self.steps)}):")
+            for i, (name, role, where_) in enumerate(self.steps, 1):
+                on = f" [{role}]" if role and role != c.control_role else ""
+                on += " [on the guest]" if where_ == "guest" else ""
+                lines.append(f"    {i:>2}. {name}{on}")
+        if c.sweep_axes:
+            lines.append(f"  sweep:        {len(self.sweep)} point(s) over {', '.join(c.sweep_axes)}")
+        if c.inputs:
+            lines.append(f"  inputs:       generated by {c.inputs['generator']} once the hosts are known")
+        devs = self.deviations
+        lines.append("  deviations:   " + ("none" if not devs else f"{len(devs)}"))
+        for d in devs:
+            lines.append(f"    - {getattr(d, 'what', '') or d.as_dict().get('what', '')}")
+        if c.expected_minutes:
+            lines.append(f"  expected:     {c.expected_time} (the guide's estimate, at the paper's scale)")
+        return "\n".join(lines)
+
+
+def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | None" = None, source: str = "auto",
+              target: str = "", roles: Mapping[str, tuple[str, ...]] | None = None, cluster: str = "",
+              run_id: str = "", new: bool = False) -> RunPlan:
+    """The `RunPlan` of ``claim`` with ``params`` (`ConfigError` for an unknown name or an ill-typed value).
+
+    This is where a run's parameters are resolved; everything downstream reads ``plan.params``.
+    """
+    asked = dict(params or {})
+    resolved = claim.resolve_params(asked)
+    steps: list[tuple[str, str, str]] = []
+    repos: tuple[tuple[str, str, str], ...] = ()
+    if paper is not None:
+        repos = tuple((r.name, r.url, r.commit) for r in paper.repositories_for(claim))
+        if repos:
+            steps.append(("check out " + ", ".join(r[0] for r in repos), claim.control_role, "host"))
+    steps += [(s.name, s.role or claim.control_role, s.where) for s in (*claim.setup, *claim.run)]
+    return RunPlan(claim, asked, resolved, source=source, target=target,
+                   roles={r: tuple(h) for r, h in (roles or {}).items()}, cluster=cluster, run_id=run_id, new=new,
+                   steps=tuple(steps), repositories=repos)
+
+
+def _jsonable(value):
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def _words(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_words(v) for v in value) + "]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
