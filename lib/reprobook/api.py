@@ -105,6 +105,7 @@ def deviations(claim: Claim, outputs: sources.Outputs):
     See `reprobook.core.scales`.
     """
     from IPython.display import Markdown
+    from reprobook.book.text import code, code_block, markdown_str, text
     from reprobook.core.scales import PAPER
     if not outputs.available:
         return Markdown("Nothing was measured, so there is no scale or deviation to report.")
@@ -112,26 +113,38 @@ def deviations(claim: Claim, outputs: sources.Outputs):
         about = claim.scales[PAPER].about if claim.scales else ""
         return Markdown(f"**Scale:** {PAPER}" + (f" ({about})" if about else "")
                         + ": the authors' own runs, as they ship them.")
+    # everything below comes from the run (its manifest and log): shown as text, never as markup
     lines = []
     if outputs.scale:
         about = claim.scales[outputs.scale].about if outputs.scale in claim.scales else ""
-        lines.append(f"**Scale:** {outputs.scale}" + (f" ({about})" if about else "") + ".")
+        lines.append(markdown_str("**Scale:** {}", outputs.scale) + (f" ({about})" if about else "") + ".")
         if outputs.scale != PAPER:
             lines[-1] += (" It tries the whole pipeline at sizes a small host finishes in minutes; the checks say "
                           "which of them this scale can judge.")
-    given = ", ".join(f"{k}={v}" for k, v in outputs.parameters.items() if k != "scale")
+    withheld = _withheld_parameters()
+    given = ", ".join(markdown_str("{}={}", k, "(withheld)" if k in withheld else v)
+                      for k, v in outputs.parameters.items() if k != "scale")
     if given:
         lines += ["", f"**Parameters of the run:** {given}."]
     devs = list(outputs.deviations)
     lines += ["", "**Deviations from the guide:**" + ("" if devs else " none recorded.")]
     for d in devs:
-        lines.append(f"- *{d.get('kind', 'other')}*: {d.get('what', '')}")
+        lines.append(markdown_str("- *{}*: {}", d.get("kind", "other"), d.get("what", "")))
     for d in devs:
         if d.get("diff"):
-            lines += ["", "The patch the run applied to the checkout:", "", "```diff", d["diff"].rstrip(), "```"]
+            lines += ["", "The patch the run applied to the checkout:", code_block(str(d["diff"]).rstrip(), "diff")]
     if outputs.toolchains:
-        lines += ["", "**Toolchains the steps reported:** " + "; ".join(f"`{t}`" for t in outputs.toolchains) + "."]
+        lines += ["", "**Toolchains the steps reported:** " + "; ".join(code(t) or text(t) for t in outputs.toolchains)
+                  + "."]
     return Markdown("\n".join(lines))
+
+
+def _withheld_parameters() -> frozenset[str]:
+    """The parameters a page does not show with redaction on (``REPROBOOK_REDACT_HOSTS``): they name a machine or a user."""
+    from reprobook.remote.steps import GUEST_PARAMETERS
+    if not project().settings.redact_hosts:
+        return frozenset()
+    return frozenset(p for p in GUEST_PARAMETERS if p != "guest_port")
 
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:
