@@ -17,6 +17,7 @@ list of values means any of them) and ``by`` (judge each group separately).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
@@ -305,12 +306,20 @@ def _inconclusive(spec: CheckSpec, why: str) -> CheckResult:
     return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE, why, None, pd.DataFrame())
 
 
-def _finish(spec: CheckSpec, ev: pd.DataFrame, margins: pd.Series, describe) -> CheckResult:
-    """Verdict from per-row margins: holds iff every margin >= 0; the worst row is named."""
-    if ev.empty or margins.isna().all():
+def _finish(spec: CheckSpec, ev: pd.DataFrame, margins: pd.Series, describe,
+            undefined: pd.Series | None = None) -> CheckResult:
+    """Verdict from per-row margins: holds iff every margin >= 0; the worst row is named.
+
+    A row whose margin is NaN cannot be judged: ``undefined`` (text per row, "" where defined)
+    says why (a zero denominator, a zero target); without it the row has no value.
+    """
+    if ev.empty or margins.isna().all() and undefined is None:
         return _inconclusive(spec, "no measured rows to check")
     if margins.isna().any():
-        return _inconclusive(spec, f"{int(margins.isna().sum())} row(s) have no value")
+        why = [str(u) for u in (undefined if undefined is not None else pd.Series("", index=ev.index))[margins.isna()]
+               if str(u)]
+        return _inconclusive(spec, "; ".join(dict.fromkeys(why)) if why
+                             else f"{int(margins.isna().sum())} row(s) have no value")
     ev = ev.assign(margin=margins.values, ok=(margins >= 0).values)
     worst = ev.loc[ev["margin"].idxmin()]
     margin = float(worst["margin"])
@@ -318,11 +327,79 @@ def _finish(spec: CheckSpec, ev: pd.DataFrame, margins: pd.Series, describe) -> 
     return CheckResult(spec.what, spec.kind, verdict, describe(worst, margin), margin, ev.reset_index(drop=True))
 
 
+def _scale(bound: float, other: float | None, x: float) -> float:
+    """What a distance to ``bound`` is measured against: the bound itself, or (a bound of 0) the other bound, or
+    the value; 1 when all are 0. A margin is then a fraction of a number the check is about, never of 0."""
+    for s in (bound, other, x):
+        if s is not None and math.isfinite(s) and s != 0:
+            return abs(s)
+    return 1.0
+
+
+def bound_margin(x: float, lo: float | None, hi: float | None) -> float:
+    """The relative room of ``x`` to the nearer of ``lo`` and ``hi`` (None: no such bound); negative outside.
+
+    A bound of 0 is a bound: ``x >= 0`` holds against ``min: 0``. Distances are measured against the
+    bound's size (`_scale`), so a negative bound keeps its sense (``x = -3`` is above ``min: -5``). NaN
+    for a NaN value.
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return math.nan
+    x = float(x)
+    out = math.inf
+    if lo is not None:
+        out = min(out, (x - lo) / _scale(lo, hi, x))
+    if hi is not None:
+        out = min(out, (hi - x) / _scale(hi, lo, x))
+    return out
+
+
 def _bounds_margins(values: pd.Series, lo: float | None, hi: float | None) -> pd.Series:
-    """Per value: the relative room to the nearer bound (negative outside)."""
-    m_lo = (values / lo - 1) if lo else pd.Series(np.inf, index=values.index)
-    m_hi = (1 - values / hi) if hi else pd.Series(np.inf, index=values.index)
-    return pd.Series(np.minimum(m_lo, m_hi), index=values.index)
+    """Per value: the relative room to the nearer bound (negative outside); see `bound_margin`."""
+    return pd.Series([bound_margin(x, lo, hi) for x in values], index=values.index, dtype=float)
+
+
+def _times(r: float) -> str:
+    return f"{r:,.0f}" if abs(r) >= 100 else f"{r:.3g}"
+
+
+def room_words(x: float, lo: float | None, hi: float | None) -> str:
+    """Where ``x`` stands against its bounds, in words: a per cent near a bound, a ratio far from it.
+
+    Near a bound the room (or the miss) is a percentage of the bound; twice a bound or more, or half of
+    it or less, reads as a ratio ("0.3 times the lower bound", "12 times the upper bound"); against a
+    bound of 0, or across a change of sign, the value is simply placed ("below the lower bound 0").
+    Never thousands of per cent, never ``inf``.
+    """
+    if x is None or not math.isfinite(x):
+        return "no finite value to place"
+    m = bound_margin(x, lo, hi)
+    if lo is not None and x < lo:
+        side, bound = "lower", lo
+    elif hi is not None and x > hi:
+        side, bound = "upper", hi
+    else:
+        # inside: the nearer bound (the smaller room)
+        m_lo = bound_margin(x, lo, None) if lo is not None else math.inf
+        m_hi = bound_margin(x, None, hi) if hi is not None else math.inf
+        side, bound = ("lower", lo) if m_lo <= m_hi else ("upper", hi)
+        if bound == 0:
+            return "exactly at the bound 0" if x == 0 else f"{'above' if side == 'lower' else 'below'} the {side} bound 0"
+        if m < 1:
+            return f"closest to a bound by {m * 100:.1f}%"
+        if bound > 0 and x > 0:   # twice the lower bound or more
+            return f"{_times(x / bound)} times the lower bound"
+        if (x > 0) != (bound > 0) or x == 0:
+            return f"{'above' if side == 'lower' else 'below'} the {side} bound {bound:g}"
+        return f"{abs(x - bound):.4g} {'above' if side == 'lower' else 'below'} the {side} bound"
+    if bound == 0 or (x > 0) != (bound > 0) and x != 0:
+        return f"{'below' if side == 'lower' else 'above'} the {side} bound {bound:g}"
+    r = x / bound
+    if side == "lower" and bound > 0 and r <= 0.5 or side == "upper" and bound > 0 and r >= 2:
+        return f"{_times(r)} times the {side} bound"
+    if abs(m) >= 1:   # negative bounds far missed: the distance itself
+        return f"{abs(x - bound):.4g} {'below' if side == 'lower' else 'above'} the {side} bound"
+    return f"outside by {abs(m) * 100:.1f}%"
 
 
 def _bound_words(lo: float | None, hi: float | None) -> str:
@@ -340,13 +417,7 @@ def _bounds(spec, rows, data, published):
     bound = _bound_words(lo, hi)
 
     def describe(w, m):
-        if lo and m >= 1:  # twice the lower bound or more (only a lower bound gives m >= 1): a ratio reads better
-            times = w[v] / lo
-            room = f"{times:,.0f}" if times >= 100 else f"{times:.3g}"
-            room += " times the lower bound"
-        else:
-            room = f"{'closest to a bound' if m >= 0 else 'outside'} by {abs(m) * 100:.1f}%"
-        return f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — {room}"
+        return f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — {room_words(w[v], lo, hi)}"
     return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)
 
 
@@ -370,13 +441,18 @@ def _close_to(spec, rows, data, published):
     if isinstance(ev, str):
         return _inconclusive(spec, ev)
     v, tol = spec.value, float(spec.options["rel_tol"])
-    ev["ratio"] = ev[v] / ev["target"]
+    # a target of 0 has no relative tolerance (unless the value is 0 too): that row is not judged, and says why
+    zero = ev["target"] == 0
+    ev["ratio"] = (ev[v] / ev["target"].where(~zero)).where(~(zero & (ev[v] == 0)), 1.0)
     margins = tol - (ev["ratio"] - 1).abs()
+    undefined = pd.Series(np.where(ev["ratio"].isna() & zero, [f"{r}: the target is 0, so a relative tolerance "
+                                                               f"has no meaning" for r in ev["label"]], ""),
+                          index=ev.index)
 
     def describe(w, m):
         return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} ({_pct(w['ratio'] - 1)}); "
                 f"tolerance ±{tol * 100:g}%, margin {m * 100:+.1f} points")
-    return _finish(spec, ev, margins, describe)
+    return _finish(spec, ev, margins, describe, undefined)
 
 
 @kind("within_factor", options={**_TARGET_OPTIONS, "factor": {"type": "number", "minimum": 1}},
@@ -387,13 +463,18 @@ def _within_factor(spec, rows, data, published):
     if isinstance(ev, str):
         return _inconclusive(spec, ev)
     v, factor = spec.value, float(spec.options["factor"])
-    ev["ratio"] = ev[v] / ev["target"]
+    ev["ratio"] = ev[v] / ev["target"].where(ev["target"] != 0)
+    # a factor is defined between two numbers of the same sign, neither 0
+    ev["ratio"] = ev["ratio"].where(ev["ratio"] > 0)
     margins = factor / np.maximum(ev["ratio"], 1 / ev["ratio"]) - 1
+    undefined = pd.Series([f"{r}: {x:.4g} vs {t:.4g} are not a factor apart (one is 0, or their signs differ)"
+                           if not (q > 0) and pd.notna(x) else "" for r, x, t, q in
+                           zip(ev["label"], ev[v], ev["target"], ev["ratio"])], index=ev.index)
 
     def describe(w, m):
         return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} is a factor "
                 f"{max(w['ratio'], 1 / w['ratio']):.2f} apart; allowed {factor:g}, margin {_pct(m)}")
-    return _finish(spec, ev, pd.Series(margins, index=ev.index), describe)
+    return _finish(spec, ev, pd.Series(margins, index=ev.index), describe, undefined)
 
 
 @kind("rank_order", options={"across": {"type": "string"},
@@ -427,40 +508,102 @@ def _rank_order(spec, rows, data, published):
 
 @kind("grows_with", options={"x": {"type": "string"},
                              "min_gain": {"type": "number", "exclusiveMinimum": 0},
-                             "max_gain": {"type": "number", "exclusiveMinimum": 0}},
+                             "max_gain": {"type": "number", "exclusiveMinimum": 0},
+                             "from": {"type": ["number", "string"]}, "to": {"type": ["number", "string"]}},
       required=("x",))
 def _grows_with(spec, rows, data, published):
-    """Value at the largest ``x`` over value at the smallest: at least ``min_gain``, at most ``max_gain``."""
+    """Value at ``to`` (default: the largest ``x``) over value at ``from`` (the smallest): within the gains.
+
+    A claim about two points (1 and 32 cores) names them in ``from`` and ``to``: a group whose rows do not
+    reach them is not judged (and says which values it has), never judged at the nearest points.
+    """
     o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
     x = o["x"]
     lo = float(o["min_gain"]) if "min_gain" in o else (None if "max_gain" in o else 1.0)
     hi = float(o["max_gain"]) if "max_gain" in o else None
     if x not in rows.columns:
         return _inconclusive(spec, f"the measured data has no column {x!r}")
-    recs = []
+    recs, skipped = [], []
     for key, g in _groups(rows, by):
+        where = _label(pd.Series(dict(zip(by, key))), by) if by else ""
         means = g.groupby(x)[v].mean().sort_index()
-        if len(means) < 2:
-            return _inconclusive(spec, f"only one value of {x} measured" + (f" for {key}" if by else ""))
-        steps = means.values[1:] / means.values[:-1]
-        recs.append({**dict(zip(by, key)), f"{x}_from": means.index[0], f"{x}_to": means.index[-1],
-                     f"{v}_from": means.values[0], f"{v}_to": means.values[-1],
-                     "gain": means.values[-1] / means.values[0], "monotone": bool((steps >= 1).all())})
-    ev = pd.DataFrame(recs)
+        ends = []
+        for end, fallback in (("from", 0), ("to", -1)):
+            if end in o:
+                hit = [i for i in means.index if _key(i) == _key(o[end])]
+                ends.append(hit[0] if hit else None)
+            else:
+                ends.append(means.index[fallback] if len(means) else None)
+        if None in ends:
+            want = " and ".join(f"{x}={o[e]}" for e, got in zip(("from", "to"), ends) if got is None)
+            skipped.append((where, f"{point_words(x, g[x])}; the claim is about {want}"))
+            continue
+        if len(means) < 2 or ends[0] == ends[1]:
+            skipped.append((where, f"only one value of {x} measured"))
+            continue
+        span = means.loc[ends[0]:ends[1]] if ends[0] <= ends[1] else means
+        with np.errstate(divide="ignore", invalid="ignore"):   # a zero is caught as no gain below
+            steps = span.values[1:] / span.values[:-1]
+        first, last = float(means.loc[ends[0]]), float(means.loc[ends[1]])
+        recs.append({**dict(zip(by, key)), f"{x}_from": ends[0], f"{x}_to": ends[1], f"{v}_from": first,
+                     f"{v}_to": last, "gain": last / first if first > 0 and last >= 0 else math.nan,
+                     "monotone": bool((steps >= 1).all())})
     need = " and ".join(w for w in (f">= {lo:g}x" if lo is not None else "", f"<= {hi:g}x" if hi is not None else "") if w)
+    if not recs:
+        return _inconclusive(spec, _skipped_words(skipped))
+    ev = pd.DataFrame(recs)
+    undefined = pd.Series([f"{_label(r, by)}: {r[f'{v}_from']:.4g} at {x}={r[f'{x}_from']} to {r[f'{v}_to']:.4g} "
+                           f"has no gain (a gain needs a positive starting value)" if pd.isna(r["gain"]) else ""
+                           for _, r in ev.iterrows()], index=ev.index)
 
     def describe(w, m):
         return (f"{_label(w, by)}: {w[f'{v}_from']:.4g} at {x}={w[f'{x}_from']} to {w[f'{v}_to']:.4g} at "
-                f"{x}={w[f'{x}_to']}, a gain of {w['gain']:.2f}x (needed {need}, margin {_pct(m)})"
+                f"{x}={w[f'{x}_to']}, a gain of {w['gain']:.2f}x (needed {need}, {room_words(w['gain'], lo, hi)})"
                 f"{'' if w['monotone'] else '; not monotone'}")
-    return _finish(spec, ev, _bounds_margins(ev["gain"], lo, hi), describe)
+    return _partial(spec, _finish(spec, ev, _bounds_margins(ev["gain"], lo, hi), describe, undefined), skipped)
+
+
+def point_words(col: str, values: pd.Series) -> str:
+    """The values of ``col`` a run has, in words: ``the run has cores 1–2`` (a range for numbers), or the list."""
+    present = pd.Series(values).dropna().unique()
+    if len(present) == 0:
+        return f"the run has no value of {col}"
+    try:
+        nums = sorted(float(p) for p in present)
+    except (TypeError, ValueError):
+        return f"the run has {col} " + ", ".join(sorted(_key(p) for p in present))
+    if len(nums) <= 3:
+        return f"the run has {col} " + ", ".join(f"{n:g}" for n in nums)
+    return f"the run has {col} {nums[0]:g}–{nums[-1]:g}"
+
+
+def _skipped_words(skipped: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{where}: {why}" if where else why for where, why in skipped)
+
+
+def _partial(spec: CheckSpec, result: CheckResult, skipped: list[tuple[str, str]]) -> CheckResult:
+    """``result`` over the groups that could be judged, with those that could not: a failing group still fails
+    the check; holding groups make it only inconclusive while others were not judged."""
+    if not skipped:
+        return result
+    words = f"not judged: {_skipped_words(skipped)}"
+    if result.verdict is Verdict.FAILS:
+        return dataclasses.replace(result, reason=f"{result.reason}; {words}")
+    if result.verdict is Verdict.HOLDS:
+        return dataclasses.replace(result, verdict=Verdict.INCONCLUSIVE, margin=None,
+                                   reason=f"the groups judged hold ({result.reason}); {words}")
+    return dataclasses.replace(result, reason=f"{result.reason}; {words}")
 
 
 @kind("ratio", options={"numerator": _LABELS, "denominator": _LABELS,
                         "min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF},
       required=("numerator", "denominator"), any_of=("min", "max"))
 def _ratio(spec, rows, data, published):
-    """The mean of the ``numerator`` rows over the mean of the ``denominator`` rows, within bounds."""
+    """The mean of the ``numerator`` rows over the mean of the ``denominator`` rows, within bounds.
+
+    With ``by``, every group that has both sides is judged; a group missing one is listed as not judged,
+    and the check is then at best inconclusive. A zero denominator leaves its group unjudged, saying so.
+    """
     o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
     num, den = dict(o["numerator"]), dict(o["denominator"])
     lo = _resolve(o["min"], published) if "min" in o else None
@@ -469,23 +612,30 @@ def _ratio(spec, rows, data, published):
         if col not in rows.columns:
             return _inconclusive(spec, f"the measured data has no column {col!r}")
     keys = [c for c in by if c not in num and c not in den]
-    recs = []
+    recs, skipped = [], []
     for key, g in _groups(rows, keys):
-        top, bottom = _select(g, num)[v], _select(g, den)[v]
+        where = ", ".join(f"{k}={x}" for k, x in zip(keys, key))
+        top, bottom = _select(g, num)[v].dropna(), _select(g, den)[v].dropna()
         if top.empty or bottom.empty:
             which = num if top.empty else den
-            return _inconclusive(spec, f"no measured rows for {which}" + (f" in {dict(zip(keys, key))}" if keys else ""))
-        recs.append({**dict(zip(keys, key)), "numerator": float(top.mean()), "denominator": float(bottom.mean()),
-                     "ratio": float(top.mean()) / float(bottom.mean()) if float(bottom.mean()) else np.inf})
+            skipped.append((where, f"no measured rows for {which}"))
+            continue
+        n, d = float(top.mean()), float(bottom.mean())
+        recs.append({**dict(zip(keys, key)), "numerator": n, "denominator": d,
+                     "ratio": n / d if d != 0 else math.nan})
+    if not recs:
+        return _inconclusive(spec, _skipped_words(skipped))
     ev = pd.DataFrame(recs)
     bound = _bound_words(lo, hi)
     nwords = ", ".join(f"{k}={x}" for k, x in num.items())
     dwords = ", ".join(f"{k}={x}" for k, x in den.items())
+    undefined = pd.Series([f"{_label(r, keys)}: the denominator ({dwords}) is 0, so the ratio is not defined"
+                           if r["denominator"] == 0 else "" for _, r in ev.iterrows()], index=ev.index)
 
     def describe(w, m):
         return (f"{_label(w, keys)}: {nwords} / {dwords} = {w['numerator']:.4g} / {w['denominator']:.4g} = "
-                f"{w['ratio']:.2f} (required {bound}, margin {_pct(m)})")
-    return _finish(spec, ev, _bounds_margins(ev["ratio"], lo, hi), describe)
+                f"{w['ratio']:.3g} (required {bound}, {room_words(w['ratio'], lo, hi)})")
+    return _partial(spec, _finish(spec, ev, _bounds_margins(ev["ratio"], lo, hi), describe, undefined), skipped)
 
 
 @kind("count", options={"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
@@ -544,7 +694,9 @@ def _targets(spec, rows, data, published) -> pd.DataFrame | str:
                          v: float(match[v].mean()), "target": n.value, "published": n.id,
                          "precision": n.precision, **dict(n.labels)})
         if not recs:
-            return "no measured rows match any published number's labels"
+            nums = [n for n in published.values() if n.labels and (not n.measure or n.measure == v)]
+            points = "; ".join(dict.fromkeys(_missing_point(rows, n.labels) for n in nums))
+            return "no measured rows match any published number's labels" + (f": {points}" if points else "")
         return pd.DataFrame(recs)
     other = dict(o["target_rows"])
     mine = rows
@@ -566,6 +718,20 @@ def _targets(spec, rows, data, published) -> pd.DataFrame | str:
     return ev[[*by, "label", v, "target"]]
 
 
+def _missing_point(data: pd.DataFrame, want: Mapping[str, Any]) -> str:
+    """Which of the labels ``want`` the data stops short of, in words: "the run has cores 1–2; the claim is
+    about cores=32" (the first label no row reaches, given the ones before it)."""
+    rows = data
+    for col, val in want.items():
+        hit = rows[_match(rows[col], val)] if col in rows.columns else rows.iloc[0:0]
+        if hit.empty:
+            wanted = ", ".join(map(str, val)) if isinstance(val, (list, tuple)) else val
+            return f"{point_words(col, rows[col]) if col in rows.columns else f'the run has no column {col!r}'}; " \
+                   f"the claim is about {col}={wanted}"
+        rows = hit
+    return "the rows for each label exist, but not together"
+
+
 def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
     """Run one check against the measured table."""
     if spec.value not in data.columns:
@@ -575,7 +741,8 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     except KeyError as exc:
         return _inconclusive(spec, f"the measured data has no column {exc.args[0]!r} to select on")
     if rows.empty:
-        return _inconclusive(spec, f"no measured rows match {dict(spec.options.get('select') or {})}")
+        return _inconclusive(spec, f"no measured rows match {dict(spec.options.get('select') or {})}: "
+                                   f"{_missing_point(data, spec.options.get('select') or {})}")
     return KINDS[spec.kind].judge(spec, rows, data, published)
 
 

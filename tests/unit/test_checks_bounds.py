@@ -1,0 +1,154 @@
+"""Checks at their edges: bounds of 0, negative values, zero denominators and targets, NaN rows, groups missing a
+side, and a claim's own point that the run never reached (issues 26 and 32)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reprobook.core.checks import Verdict, bound_margin, evaluate_check, room_words
+from reprobook.core.config import CheckSpec, PublishedNumber
+
+finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
+bound = st.one_of(st.just(0.0), finite)
+
+
+def spec(kind, value="v", **opts):
+    return CheckSpec(kind=kind, what=f"a {kind} check", value=value, options=opts)
+
+
+# --------------------------------------------------------------------------- bounds mean what they say
+
+@given(x=finite, lo=bound)
+def test_a_lower_bound_holds_exactly_when_the_value_reaches_it(x, lo):
+    assert (bound_margin(x, lo, None) >= 0) == (x >= lo)
+
+
+@given(x=finite, hi=bound)
+def test_an_upper_bound_holds_exactly_when_the_value_stays_under_it(x, hi):
+    assert (bound_margin(x, None, hi) >= 0) == (x <= hi)
+
+
+@given(x=finite, a=bound, b=bound)
+def test_a_range_holds_exactly_when_the_value_is_inside(x, a, b):
+    lo, hi = min(a, b), max(a, b)
+    assert (bound_margin(x, lo, hi) >= 0) == (lo <= x <= hi)
+
+
+@given(x=finite, lo=st.one_of(st.none(), bound), hi=st.one_of(st.none(), bound))
+@settings(max_examples=300)
+def test_the_words_never_say_inf_nor_hundreds_of_per_cent(x, lo, hi):
+    if lo is None and hi is None:
+        return
+    words = room_words(x, lo, hi)
+    assert "inf" not in words and "nan" not in words, words
+    pct = re.search(r"([0-9][0-9,.]*)%", words)
+    assert pct is None or float(pct.group(1).replace(",", "")) < 100, words
+
+
+@pytest.mark.parametrize("value, lo, hi, words", [
+    (-0.5, 0, None, "below the lower bound 0"),
+    (0.0, 0, None, "exactly at the bound 0"),
+    (3.0, None, 0, "above the upper bound 0"),
+    (0.3, 1, None, "0.3 times the lower bound"),
+    (12.0, None, 1, "12 times the upper bound"),
+    (0.0852, 0.0001, None, "852 times the lower bound"),
+    (0.9, 1, None, "outside by 10.0%"),
+    (-3.0, -5, None, "closest to a bound by 40.0%"),     # a negative bound keeps its sense: -3 is above -5
+    (-30.0, -5, None, "25 below the lower bound"),
+    (-2.0, 1, None, "below the lower bound 1"),           # across a change of sign: placed, not a ratio
+])
+def test_the_room_in_words(value, lo, hi, words):
+    assert room_words(value, lo, hi) == words
+
+
+def test_a_bound_of_zero_is_a_bound():
+    data = pd.DataFrame({"op": ["a", "b"], "v": [0.4, -0.2]})
+    r = evaluate_check(spec("at_least", min=0), data, {})
+    assert r.verdict is Verdict.FAILS and "op=b" not in r.reason and "-0.2 vs required >= 0 — below the lower bound 0" \
+        in r.reason, r.reason
+    r = evaluate_check(spec("at_most", max=0), data.assign(v=[-0.4, 0.0]), {})
+    assert r.verdict is Verdict.HOLDS and "exactly at the bound 0" in r.reason and math.isfinite(r.margin)
+    r = evaluate_check(spec("in_range", min=0, max=1), data.assign(v=[0.5, 1.5]), {})
+    assert r.verdict is Verdict.FAILS and "outside by 50.0%" in r.reason
+
+
+def test_nan_rows_and_empty_groups_are_inconclusive():
+    data = pd.DataFrame({"g": ["a", "b"], "v": [1.0, math.nan]})
+    r = evaluate_check(spec("at_least", min=0), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "no value" in r.reason
+    r = evaluate_check(spec("at_least", min=0, select={"g": "c"}), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "the run has g a, b; the claim is about g=c" in r.reason
+
+
+# --------------------------------------------------------------------------- zero denominators and targets
+
+def test_a_zero_denominator_leaves_its_group_unjudged_and_says_so():
+    data = pd.DataFrame({"w": ["x", "x", "y", "y"], "s": ["n", "d", "n", "d"], "v": [3.0, 0.0, 4.0, 2.0]})
+    r = evaluate_check(spec("ratio", numerator={"s": "n"}, denominator={"s": "d"}, by=["w"], min=1), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "w=x: the denominator (s=d) is 0" in r.reason, r.reason
+
+
+def test_zero_targets_and_factors_across_signs_are_not_judged():
+    data = pd.DataFrame({"v": [1.0], "t": [0.0]})
+    r = evaluate_check(spec("close_to", target_column="t", rel_tol=0.1), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "the target is 0" in r.reason
+    assert evaluate_check(spec("close_to", target_column="t", rel_tol=0.1), data.assign(v=0.0), {}).verdict \
+        is Verdict.HOLDS
+    r = evaluate_check(spec("within_factor", target=-2, factor=2), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "not a factor apart" in r.reason
+
+
+def test_a_gain_from_zero_is_not_judged():
+    data = pd.DataFrame({"x": [1, 2], "v": [0.0, 5.0]})
+    r = evaluate_check(spec("grows_with", x="x", min_gain=2), data, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and "a gain needs a positive starting value" in r.reason
+
+
+# --------------------------------------------------------------------------- partial groups
+
+RATIOS = pd.DataFrame({"w": ["x", "x", "y", "z", "z"], "s": ["n", "d", "n", "n", "d"],
+                       "v": [3.0, 1.0, 4.0, 1.0, 1.0]})
+
+
+def test_a_ratio_judges_every_group_it_can_and_names_those_it_cannot():
+    r = evaluate_check(spec("ratio", numerator={"s": "n"}, denominator={"s": "d"}, by=["w"], min=0.5), RATIOS, {})
+    assert r.verdict is Verdict.INCONCLUSIVE and r.margin is None
+    assert "the groups judged hold" in r.reason and "not judged: w=y: no measured rows for {'s': 'd'}" in r.reason
+    assert set(r.evidence["w"]) == {"x", "z"}
+    # a group that fails still fails the check, the unjudged one listed beside it
+    r = evaluate_check(spec("ratio", numerator={"s": "n"}, denominator={"s": "d"}, by=["w"], min=2), RATIOS, {})
+    assert r.verdict is Verdict.FAILS and "w=z" in r.reason and "not judged: w=y" in r.reason
+
+
+# --------------------------------------------------------------------------- the claim's own point
+
+SMALL = pd.DataFrame({"op": ["create", "create", "delete", "delete"], "cores": [1, 2, 1, 2],
+                      "v": [13.29, 12.77, 10.0, 30.0]})
+PUB = {"p": PublishedNumber("p", 2000.0, "ops/s", "Fig 7", "exact", labels={"op": "create", "cores": 32})}
+
+
+@pytest.mark.parametrize("check", [
+    spec("grows_with", x="cores", **{"from": 1, "to": 32}, by=["op"], min_gain=2),
+    spec("at_least", min=1000, select={"cores": 32}),
+    spec("in_range", min=1000, max=3000, select={"cores": 32}, by=["op"]),
+    spec("close_to", target_published=True, rel_tol=0.1),
+    spec("close_to", target=2000, rel_tol=0.1, select={"cores": 32}),
+], ids=lambda s: s.kind)
+def test_a_check_about_a_point_the_run_never_reached_is_inconclusive_naming_both(check):
+    r = evaluate_check(check, SMALL, PUB)
+    assert r.verdict is Verdict.INCONCLUSIVE, r.reason
+    assert "the run has cores 1, 2; the claim is about cores=32" in r.reason, r.reason
+
+
+def test_grows_with_judges_its_points_not_the_ends_of_the_run():
+    data = pd.concat([SMALL, pd.DataFrame({"op": ["create", "delete"], "cores": [32, 32], "v": [40.0, 20.0]})])
+    r = evaluate_check(spec("grows_with", x="cores", **{"from": 1, "to": 2}, by=["op"], min_gain=2), data, PUB)
+    assert r.verdict is Verdict.FAILS and "op=create: 13.29 at cores=1 to 12.77 at cores=2" in r.reason
+    r = evaluate_check(spec("grows_with", x="cores", **{"from": 1, "to": 32}, by=["op"], min_gain=2), data, PUB)
+    assert r.verdict is Verdict.HOLDS and "delete" in r.reason and "2 times the lower bound" not in r.reason
