@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 
 # Names are imported on first use (PEP 562): the command line and the run machinery start
 # without loading pandas, matplotlib and seaborn.
-_LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "deviations", "evaluate", "glue_verdict",
+_LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "deviations", "evaluate", "evidence",
+                                     "glue_verdict", "judge",
                                      "import_run", "load", "obtain", "plan", "plot", "project", "published",
                                      "tolerance")},
          **{name: "core.checks" for name in ("ClaimVerdict", "Verdict")},

@@ -62,7 +62,8 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     """The claim's verdict on ``measured``, tagged with where the numbers came from.
 
     A run on a host below the claim's requirements (``allow_small_host``)
-    carries that as a warning beside the verdict.
+    carries that as a warning beside the verdict. What the benchmark left out, as
+    the loader lists it in ``measured.attrs["not_measured"]``, is added to the reason.
     """
     from reprobook.core.requirements import differences
     label = outputs.label if outputs.available else "not run"
@@ -78,6 +79,10 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     wording = _wording(claim, verdict, outputs)
     reason = (f"the published numbers are computed from these same files, so this compares the authors' raw "
               f"results with values derived from them; {verdict.reason}" if wording else verdict.reason)
+    # what the benchmark left out (a loader's attrs["not_measured"]) is said with the verdict, not passed over
+    missing = list(getattr(measured, "attrs", {}).get("not_measured") or []) if measured is not None else []
+    if missing:
+        reason = f"{reason}; not measured: {'; '.join(missing)}"
     return dataclasses.replace(verdict, source_id=outputs.source, statement=claim.statement, wording=wording,
                                reason=reason)
 
@@ -303,6 +308,31 @@ def describe(claim: Claim):
     if claim.published_note:
         lines += ["", claim.published_note]
     return Markdown("\n".join(lines))
+
+
+def judge(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> checks.ClaimVerdict:
+    """The claim's verdict (`check`), recorded for the book and the run (`glue_verdict`): a page's verdict cell.
+
+    Examples
+    --------
+    >>> verdict = rb.judge(claim, measured, outputs)
+    >>> verdict  # the last line of a cell shows it
+    """
+    verdict = check(claim, measured, outputs)
+    glue_verdict(verdict)
+    return verdict
+
+
+def evidence(verdict: checks.ClaimVerdict, *, digits: int = 3) -> None:
+    """Show, check by check, what was judged, how, and the rows behind it (numbers to ``digits`` places).
+
+    The words come from the run's data, so they are shown as text (`reprobook.book.text`), never as markup.
+    """
+    from IPython.display import Markdown, display
+    from reprobook.book.text import markdown_str
+    for result in verdict.checks:
+        display(Markdown(markdown_str("**{}** — {}: {}", result.what, str(result.verdict), result.reason)),
+                result.evidence.round(digits))
 
 
 def glue_verdict(verdict: checks.ClaimVerdict) -> None:

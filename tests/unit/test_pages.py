@@ -24,7 +24,13 @@ def test_every_claim_notebook_carries_the_layout_tags(path):
     tags = [c["metadata"].get("tags", []) for c in nb["cells"] if c["cell_type"] == "code"]
     assert pages.FOLD in tags[0] and "parameters" in tags[0]  # the parameters: folded, still papermill's
     shown = ["".join(c["source"]) for c in nb["cells"] if pages.RESULT in c["metadata"].get("tags", [])]
-    assert any("rb.describe(" in s for s in shown) and any("glue_verdict(" in s for s in shown)
+    assert any("rb.describe(" in s for s in shown) and any("rb.judge(" in s for s in shown)
+    # the machinery is the library's: a page states its verdict and evidence with one call each, and builds no
+    # Markdown of its own from a run's words
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert sum("rb.judge(claim, measured, outputs)" in s for s in code) == 1
+    assert sum(s.startswith("rb.evidence(verdict") for s in code) == 1
+    assert not [s for s in code if "verdict.checks" in s or "Markdown(f" in s]
 
 
 def test_the_rule_folds_machinery_and_shows_results():

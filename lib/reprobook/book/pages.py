@@ -34,7 +34,7 @@ ALL_TAGS = (FOLD, RESULT, "hide-output", "remove-input", "remove-output", "remov
 """The layout tags: a code cell has exactly one."""
 
 # What makes a cell a result: it describes the claim, draws a figure, states or compares the verdict.
-_RESULTS = re.compile(r"rb\.describe\(|rb\.plot\(|plt\.show\(|plt\.subplots\(|glue_verdict\(|rb\.compare\("
+_RESULTS = re.compile(r"rb\.describe\(|rb\.plot\(|plt\.show\(|plt\.subplots\(|glue_verdict\(|rb\.judge\(|rb\.compare\("
                       r"|rb\.deviations\(")
 
 
