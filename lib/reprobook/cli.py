@@ -140,6 +140,23 @@ def _plan(project, claim, args, params):
     return make_plan(claim, params, paper=project.paper(claim.paper), source=args.source)
 
 
+def cmd_new(args) -> int:
+    """``new PAPER``: scaffold a paper (YAML, package with a loader, a claim page, its chapter) that loads."""
+    from reprobook.core.config import find_root, load_paper
+    from reprobook.scaffold import new_paper
+    root = find_root()
+    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "")
+    load_paper(root / "configs" / "papers" / f"{args.paper}.yaml")  # what was written loads: else a bug to report
+    for path in written:
+        print(f"wrote {path.relative_to(root)}")
+    print(f"Next: edit configs/papers/{args.paper}.yaml (the claim, its numbers, its check), "
+          f"lib/reprobook/papers/{args.paper.replace('-', '_')}/loaders.py (the artifact's output format) and the "
+          f"words of notebooks/{args.paper}/{args.claim}.ipynb; the book's page \"Adding a paper\" walks through it. "
+          f"Try it: reprobook import {args.paper}/{args.claim} results=FILE.csv --machine \"...\", then "
+          f"reprobook run {args.paper}/{args.claim}.")
+    return 0
+
+
 def cmd_plan(args) -> int:
     """``plan CLAIM``: what a run would do, resolved, without contacting any host."""
     project = _project()
@@ -429,6 +446,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="print the run's plan (as `reprobook plan` does) and "
                                                          "start nothing")
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("new", help="scaffold a new paper: its YAML, loader, first claim page and chapter",
+                       description="Write configs/papers/PAPER.yaml (a paper with one claim, one published number, a "
+                                   "check and a plot, valid from the start), lib/reprobook/papers/PAPER/ (a loader of "
+                                   "benchmark,value CSVs that declares its columns), notebooks/PAPER/CLAIM.ipynb (the "
+                                   "claim's page) and book/PAPER/index.ipynb with its entry in _toc.yml. Nothing is "
+                                   "overwritten. The book's page \"Adding a paper\" says what to edit next.")
+    s.add_argument("paper", help="the paper's id: lower-case letters, digits and dashes (e.g. mypaper)")
+    s.add_argument("--claim", default="first-claim", help="the first claim's id (default: first-claim)")
+    s.add_argument("--title", help="the paper's title")
+    s.add_argument("--venue", help="where and when it appeared, e.g. 'SOSP 2025'")
+    s.set_defaults(func=cmd_new)
 
     s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",
                        description="Resolve a claim's run without contacting any host: the parameters (defaults "

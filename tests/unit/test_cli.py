@@ -10,7 +10,7 @@ import sys
 from reprobook.cli import build_parser
 
 CLI = [sys.executable, "-m", "reprobook"]
-COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import", "plan",
+COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import", "plan", "new",
             "report"]
 
 

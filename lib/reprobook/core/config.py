@@ -41,7 +41,9 @@ LOCAL = "local"
 
 # --------------------------------------------------------------------------- hosts
 
-_USER_HOST_PORT = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]]+\]|[^:@\s]+)(?::(?P<port>\d+))?$")
+# strict: a user or host that ssh, scp or rsync could read as an option (``-oProxyCommand=…``) never matches
+_USER_HOST_PORT = re.compile(r"^(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9_.-]*)@)?"
+                             r"(?P<host>\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<port>\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class HostSpec:
         """Split ``ssh`` into (user, host or alias, port)."""
         m = _USER_HOST_PORT.match(self.ssh)
         if not m:
-            raise ConfigError(f"cannot read SSH target {self.ssh!r}; use an alias or user@host:port", key=f"hosts.{self.name}.ssh")
+            raise ConfigError(f"cannot read SSH target {self.ssh!r}; use an alias or user@host:port (letters, digits, "
+                              f"'.', '_' and '-', not first)", key=f"hosts.{self.name}.ssh")
         port = int(m["port"]) if m["port"] else None
         return m["user"], m["host"].strip("[]"), port
 
@@ -367,6 +370,10 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
             if s not in claim.scales:
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
                                   file=file, key=f"{where}.checks[{j}].needs.scale")
+        for s in (spec.needs.judged_at if spec.needs else ()):
+            if s not in claim.scales:
+                raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
+                                  file=file, key=f"{where}.checks[{j}].judged_at")
 
 
 def load_paper(path: Path) -> Paper:
@@ -422,6 +429,7 @@ def load_paper(path: Path) -> Paper:
         if c["loader"] not in loader_registry.names():
             raise ConfigError(f"no loader {c['loader']!r} (known: {', '.join(loader_registry.names())})",
                               file=path, key=f"{where}.loader")
+        _check_columns(c, loader_registry.columns(c["loader"]), file=path, where=where)
         for name, ref in (c.get("reference") or {}).items():
             repo = ref.split("@", 1)[0]
             if "/" not in repo and repo not in repos:
@@ -473,6 +481,29 @@ def load_paper(path: Path) -> Paper:
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
                  claims=_frozen(claims), published_tables=_frozen(tables))
+
+
+def _check_columns(c: Mapping, declared: tuple[str, ...] | None, *, file: Path, where: str) -> None:
+    """Every column a claim's checks and plot name is one its loader declares (when it declares them)."""
+    if declared is None:
+        return
+    named: list[tuple[str, Any]] = []
+    for j, ch in enumerate(c["checks"]):
+        key = f"{where}.checks[{j}]"
+        named.append((f"{key}.value", ch["value"]))
+        named += [(f"{key}.by", b) for b in ch.get("by") or ()]
+        named += [(f"{key}.select.{s}", s) for s in (ch.get("select") or {})]
+        named += [(f"{key}.{opt}", ch[opt]) for opt in ("target_column", "across", "x") if isinstance(ch.get(opt), str)]
+        for opt in ("numerator", "denominator"):
+            named += [(f"{key}.{opt}.{label}", label) for label in (ch.get(opt) or {})]
+    plots = c.get("plot")
+    for i, p in enumerate(plots if isinstance(plots, list) else [plots] if plots else []):
+        pk = f"{where}.plot" + (f"[{i}]" if isinstance(plots, list) else "")
+        named += [(f"{pk}.{axis}", p[axis]) for axis in ("x", "y", "hue", "col", "row") if isinstance(p.get(axis), str)]
+    for key, column in named:
+        if column not in declared:
+            raise ConfigError(f"column {column!r} is not one the loader {c['loader']!r} produces "
+                              f"(it produces: {', '.join(declared)})", file=file, key=key)
 
 
 def _slug(text: str) -> str:

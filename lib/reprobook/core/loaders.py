@@ -25,15 +25,27 @@ from reprobook.errors import ConfigError
 _REGISTRY: dict[str, Callable] = {}
 
 
-def loader(name: str) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the loader ``name`` (``<paper>.<what>``)."""
+def loader(name: str, *, columns: tuple[str, ...] | list[str] | None = None) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the loader ``name`` (``<paper>.<what>``).
+
+    ``columns`` are the columns of the table it produces: a claim whose checks or plot name another
+    column is then a `ConfigError` when its paper file loads (naming the file, the key and the columns
+    there are), instead of an *inconclusive* verdict at run time. Loaders that do not declare them are
+    not checked.
+    """
     def register(func: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name] is not func:
             raise ValueError(f"loader {name!r} is registered twice ({_REGISTRY[name].__module__} and {func.__module__})")
         _REGISTRY[name] = func
         func.loader_name = name
+        func.columns = tuple(columns) if columns is not None else None
         return func
     return register
+
+
+def columns(name: str) -> tuple[str, ...] | None:
+    """The columns the loader ``name`` declares it produces (None: it declares none)."""
+    return getattr(get_loader(name), "columns", None)
 
 
 def _discover() -> None:

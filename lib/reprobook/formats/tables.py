@@ -90,13 +90,7 @@ def read_csv(path: str | Path, *, header: bool = True, columns: Iterable[str] | 
                                   f"{len(wanted)} ({', '.join(wanted)})", file=path,
                                   line=header_no)
             names = wanted
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise OutputError(f"the header names {duplicates} more than once", file=path,
-                              line=header_no)
-        if "" in names:
-            raise OutputError(f"column {names.index('') + 1} of the header has no name",
-                              file=path, line=header_no)
+        names, notes = pandas_names(names)
         for name in required:
             if name not in names:
                 raise OutputError(f"the header lacks the column {name!r} (it has "
@@ -124,7 +118,36 @@ def read_csv(path: str | Path, *, header: bool = True, columns: Iterable[str] | 
     if line_column is not None:
         frame[line_column] = pd.Series(body_lines, dtype="int64")
     frame.attrs["source"] = str(path)
+    if header and notes:
+        frame.attrs["notes"] = [f"{path.name}, line {header_no}: {n}" for n in notes]
     return frame
+
+
+def pandas_names(names: list[str]) -> tuple[list[str], list[str]]:
+    """A header's names made unique the way pandas makes them, and a note for each name it made.
+
+    A blank name becomes ``Unnamed: <i>`` (``i`` counted from 0); a repeated one ``<name>.1``,
+    ``<name>.2``, ... in order. Real artifacts have such headers (a spreadsheet's export with an
+    empty first column, two columns both called ``time``); they are read, and the notes say how
+    their columns were named, rather than refused.
+    """
+    out: list[str] = []
+    notes: list[str] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        new = name if name else f"Unnamed: {i}"
+        if new in seen:
+            k = seen[new]
+            while f"{new}.{k}" in names or f"{new}.{k}" in seen:
+                k += 1
+            seen[new] = k + 1
+            new, was = f"{new}.{k}", new
+            notes.append(f"column {i + 1} repeats the name {was!r}: it is read as {new!r} (as pandas names it)")
+        elif not name:
+            notes.append(f"column {i + 1} of the header has no name: it is read as {new!r} (as pandas names it)")
+        seen.setdefault(new, 1)
+        out.append(new)
+    return out, notes
 
 
 def _read_regular(path: Path, data: bytes, *, header: bool, columns, required, types: Mapping, sep: str,
