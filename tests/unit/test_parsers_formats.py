@@ -235,7 +235,6 @@ def test_csv_with_header_nr_and_pesto(mirror):
     ("a,1\nb,x\n", {"header": False, "columns": ["k", "v"], "types": {"v": "float"}}, 2, "v"),
     ("a,1\nb,inf\n", {"header": False, "columns": ["k", "v"], "types": {"v": "float"}}, 2, "v"),
     ("k,w\na,1\n", {"required": ["k", "v"]}, 1, "v"),
-    ("k,k\na,1\n", {}, 1, None),
     ("\n\nk,v\na,1\nb,\"2\n", {}, 5, None),
 ])
 def test_malformed_csv_names_file_and_line(tmp_path, content, options, line, field):
@@ -461,3 +460,15 @@ def test_property_readers_raise_only_output_error(tmp_path_factory, kind, conten
         reader(path)
     except OutputError as error:
         assert str(path) in str(error)
+
+
+def test_blank_and_repeated_header_names_are_read_as_pandas_names_them(tmp_path):
+    """Real artifacts have such headers: they are read (not refused), and the notes say how columns were named."""
+    import pandas as pd
+    path = tmp_path / "x.csv"
+    path.write_text(",time,time,x\na,1,2,3\nb,4,5,6\n")
+    frame = read_csv(path)
+    assert list(frame.columns[:-1]) == list(pd.read_csv(path).columns) == ["Unnamed: 0", "time", "time.1", "x"]
+    assert frame["time.1"].tolist() == ["2", "5"]
+    notes = frame.attrs["notes"]
+    assert len(notes) == 2 and "x.csv, line 1: column 1" in notes[0] and "'time.1'" in notes[1]
