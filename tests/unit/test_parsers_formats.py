@@ -467,7 +467,7 @@ def test_blank_and_repeated_header_names_are_read_as_pandas_names_them(tmp_path)
     import pandas as pd
     path = tmp_path / "x.csv"
     path.write_text(",time,time,x\na,1,2,3\nb,4,5,6\n")
-    frame = read_csv(path)
+    frame = tables.read_csv(path)
     assert list(frame.columns[:-1]) == list(pd.read_csv(path).columns) == ["Unnamed: 0", "time", "time.1", "x"]
     assert frame["time.1"].tolist() == ["2", "5"]
     notes = frame.attrs["notes"]
