@@ -19,10 +19,11 @@ from reprobook.errors import ConfigError
 from reprobook.remote.steps import build_script
 
 FAKE_SSH = r"""#!/bin/bash
-# stand-in for ssh: record the arguments, then run what follows "--" as the remote shell would
+# stand-in for ssh: record the arguments, then run what follows the destination as the remote shell would
+# (the destination is the first word after "--": there ssh never reads it as an option)
 printf '%s\n' "$@" > "$FAKE_SSH_ARGS"
 while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
-shift
+shift 2
 exec bash -c "$*"
 """
 
@@ -78,7 +79,7 @@ def test_a_guest_step_reaches_the_guest_with_its_parameters_literally_and_no_std
     assert args[args.index("-p") + 1] == "2222" and args[args.index("-l") + 1] == "tester"
     assert args[args.index("-i") + 1] == f"{workdir}/keys/id"  # a relative key is the host workdir's
     assert f"UserKnownHostsFile={tmp_path}/rd/guest_known_hosts" in args and "BatchMode=yes" in args
-    assert args[args.index("--") - 1] == "localhost"
+    assert args[args.index("--") + 1] == "localhost"  # the destination after "--": never an option
     assert "### reprobook step 2/3: on the guest" in out.stdout
 
 

@@ -38,6 +38,19 @@ class ArtifactRef:
     commit: str
     path: str
 
+    def __post_init__(self) -> None:
+        # the path is joined under the mirror and the cache, and handed to git: whoever built the
+        # reference (a paper file, a parameter such as ``configs``), it stays inside the repository
+        path = Path(self.path)
+        if not self.path or path.is_absolute() or ".." in path.parts or self.path.startswith("-"):
+            raise ConfigError(f"artifact path may not leave the repository: {self.path!r} (of {self.owner_repo}; "
+                              f"a path relative to the repository's root, without '..')")
+        if not re.fullmatch(r"[0-9a-f]{7,40}", self.commit):
+            raise ConfigError(f"not a commit (hex digits) in the artifact reference to {self.owner_repo}: {self.commit!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*/[A-Za-z0-9_.][A-Za-z0-9_.-]*", self.owner_repo) \
+                or ".." in self.owner_repo:
+            raise ConfigError(f"not a repository owner/name: {self.owner_repo!r}")
+
     def __str__(self) -> str:
         return f"{self.owner_repo}@{self.commit[:12]}:{self.path}"
 
@@ -77,7 +90,7 @@ def parse_ref(ref: str, paper: Paper | None = None) -> ArtifactRef:
     path = m["path"].lstrip("/")
     if ".." in Path(path).parts:
         raise ConfigError(f"artifact path may not leave the repository: {ref!r}")
-    return ArtifactRef(repo, m["commit"], path)
+    return ArtifactRef(repo, m["commit"], path)  # which checks the path once more, as for any reference
 
 
 def resolve(ref: ArtifactRef, settings: Settings) -> Path:
@@ -122,11 +135,12 @@ def _fetch_with_git(url: str, ref: ArtifactRef, dest: Path) -> None:
     """Fetch only ``ref.commit`` (shallow, blobs on demand) and copy ``ref.path`` into ``dest``."""
     with tempfile.TemporaryDirectory(prefix="reprobook-git-") as tmp:
         work = Path(tmp)
-        for args in (["init", "-q"], ["remote", "add", "origin", url]):
+        # every value after "--": a URL or path starting with "-" is never read as an option
+        for args in (["init", "-q"], ["remote", "add", "--", "origin", url]):
             _git(args, work)
-        r = _git(["fetch", "-q", "--depth", "1", "--filter=blob:none", "origin", ref.commit], work)
+        r = _git(["fetch", "-q", "--depth", "1", "--filter=blob:none", "--", "origin", ref.commit], work)
         if r.returncode != 0:
-            r = _git(["fetch", "-q", "--depth", "1", "origin", ref.commit], work)
+            r = _git(["fetch", "-q", "--depth", "1", "--", "origin", ref.commit], work)
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise ArtifactError(f"fetch failed ({last})")

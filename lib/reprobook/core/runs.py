@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -188,7 +189,10 @@ class Run:
                 self.manifest["owner"] = owner_stamp()
         else:
             self.manifest.pop("owner", None)
-        write_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2, sort_keys=True, default=str) + "\n")
+        from reprobook.core.secrets import mask_credentials
+        # a manifest is shared with evaluators: a token in a URL (a git_url_rewrites mirror) is masked
+        text = json.dumps(self.manifest, indent=2, sort_keys=True, default=str)
+        write_atomic(self.path / MANIFEST, mask_credentials(text) + "\n")
 
     def update(self, **fields: Any) -> None:
         """Set ``fields`` in the manifest on disk (as another process may have left it) and save it."""
@@ -391,7 +395,10 @@ class RunStore:
 
     def load(self, run_id: str) -> Run:
         """A run by id, wherever it is in the store."""
-        hits = list(self.root.glob(f"*/*/{run_id}/{MANIFEST}")) if "/" not in run_id else []
+        # an id is a name, never a pattern: "*" or "[a-z]*" must not pick some run, nor ".." leave the store
+        literal = isinstance(run_id, str) and run_id not in (".", "..") and not set(run_id) & set("/\\*?[]\0")
+        hits = [m for m in self.root.glob(f"*/*/{glob.escape(run_id)}/{MANIFEST}")
+                if m.parent.name == run_id] if literal and run_id else []
         if not hits:
             raise ConfigError(f"no run {run_id!r} in the run store {self.root}")
         return Run(hits[0].parent, _read_manifest(hits[0]))

@@ -43,6 +43,7 @@ from reprobook.core.locks import Holder
 from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
 from reprobook.remote.placement import Placement, hold, open_hosts, place, release, survey
 from reprobook.core.scales import manifest_fields
+from reprobook.core.secrets import mask_credentials
 from reprobook.remote.steps import build_script, expected_left_s, param_env
 from reprobook.remote.transfer import fetch
 
@@ -292,7 +293,7 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
         if whole > TEXT_MAX_BYTES:
             log = (f"[reprobook: the log has {whole} bytes; only its last {TEXT_MAX_BYTES} were fetched. The whole "
                    f"log is on host {host.name} at {d}/log]\n") + log
-        write_atomic(run.path / "log.txt", log, durable=False)
+        write_atomic(run.path / "log.txt", mask_credentials(log), durable=False)  # no token of a URL kept
         run.update(status="fetching", job_state=st.state, exit_code=st.exit_code,
                    started=_iso(st.started), ended=_iso(st.ended),
                    checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))

@@ -77,8 +77,8 @@ rb_end() {  # index hash
   echo "### reprobook: step $1 done in $(( $(date +%s) - rb_t0 )) s"
 }
 rb_checkout() {  # url commit dir [excluded path pattern...]
-  if [ ! -d "$3/.git" ]; then git clone -q --no-checkout "$1" "$3"; fi
-  git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q origin "$2" 2>/dev/null || git -C "$3" fetch -q origin
+  if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
+  git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q -- origin "$2" 2>/dev/null || git -C "$3" fetch -q -- origin
   if [ $# -gt 3 ]; then  # a sparse checkout: everything but the excluded paths (their blobs may be absent)
     local rb_patterns=('/*') rb_p
     for rb_p in "${@:4}"; do rb_patterns+=("!/$rb_p"); done
@@ -104,8 +104,8 @@ rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, 
   ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 -o ServerAliveCountMax=10 \
       -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="$RB_RUN_DIR/guest_known_hosts" \
       -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR ${key:+-o IdentitiesOnly=yes -i "$key"} \
-      -p "${RB_GUEST_PORT:?the claim names no guest_port}" -l "${RB_GUEST_USER:-root}" "${RB_GUEST_HOST:-localhost}" \
-      -- "$@" || rc=$?
+      -p "${RB_GUEST_PORT:?the claim names no guest_port}" -l "${RB_GUEST_USER:-root}" \
+      -- "${RB_GUEST_HOST:-localhost}" "$@" || rc=$?
   if [ "$rc" = 255 ]; then
     echo "reprobook: ssh to the guest ${RB_GUEST_USER:-root}@${RB_GUEST_HOST:-localhost}:$RB_GUEST_PORT ended with 255:" \
          "the guest could not be reached (is it up?), or the command there exited 255" >&2
@@ -114,7 +114,7 @@ rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, 
 }
 rb_on() {  # host script_b64: run a step's script on another host of the placement (the control host's ssh config)
   ssh ${RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"} -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 \
-      -o ServerAliveCountMax=10 "$1" -- "bash -c \"\$(echo $2 | base64 -d)\" reprobook-step" < /dev/null
+      -o ServerAliveCountMax=10 -- "$1" "bash -c \"\$(echo $2 | base64 -d)\" reprobook-step" < /dev/null
 }
 rb_par_pids=(); rb_par_hosts=()
 rb_par() {  # host script_b64: start the script on host (this one runs it itself), its lines prefixed with the host
@@ -145,6 +145,32 @@ def _env_value(val) -> str:
     if isinstance(val, (list, tuple)):
         return " ".join(_env_value(v) for v in val)
     return str(val).lower() if isinstance(val, bool) else str(val)
+
+
+_GUEST_PATTERNS = {
+    "guest_host": (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\[?[0-9A-Fa-f:.]+\]?"), "a host name or address"),
+    "guest_user": (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*"), "a user name"),
+    "guest_port": (re.compile(r"[0-9]{1,5}"), "a port number"),
+    "guest_key": (re.compile(r"[^-\s][^\n\0]*"), "a path to a private key"),
+}
+
+
+def check_guest(claim: Claim, params: Mapping) -> None:
+    """Refuse a guest parameter ssh could read as something else (``-oProxyCommand=…`` as the host, say).
+
+    The guest's values go on ssh's command line on the host that runs the steps: each must look
+    like what it names (a host name or address, a user name, a port, a path), and none may start
+    with ``-``. `ConfigError` names the parameter and the value.
+    """
+    resolved = claim.resolve_params(params)
+    for name, (pattern, what) in _GUEST_PATTERNS.items():
+        value = resolved.get(name)
+        if value is None or value == "":
+            continue
+        if not pattern.fullmatch(str(value)) or str(value).startswith("-"):
+            raise ConfigError(f"{claim.key}: the parameter {name} must be {what}, not {str(value)!r}"
+                              + (" (a value starting with '-' would be read by ssh as an option)"
+                                 if str(value).startswith("-") else ""))
 
 
 def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
@@ -287,6 +313,7 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
         raise ConfigError(f"{claim.key} has steps on a guest but no parameter guest_port to reach it by "
                           f"(the guest is named by the parameters {', '.join(GUEST_PARAMETERS)})")
     guest_env = param_env(claim, params)
+    check_guest(claim, params)
     points = sweep_points(claim, params)
     total = len(steps)
     for i, (name, step) in enumerate(steps, 1):

@@ -447,7 +447,7 @@ def _via_rsync(job: _Fetch, todo: list[RemoteFile], lock: Lock) -> None:
                    "--no-group", "--perms", "--chmod=D700,F600", "--protect-args", "--whole-file", "--ignore-times",
                    "--partial-dir=.rsync-partial", "--timeout=120",
                    "--from0", "--files-from=-", "--out-format=%n", "-e", ssh,
-                   f"{target}:{root.rstrip('/')}/", str(dest) + "/"]
+                   "--", f"{target}:{root.rstrip('/')}/", str(dest) + "/"]  # after "--": never an option
             # rsync holds the fetch lock too: killed, this process leaves no rsync writing beside the next fetch
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     pass_fds=(lock.fd,) if lock.fd is not None else ())
