@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from reprobook.errors import OutputError
-from reprobook.papers.ozz.loaders import lmbench_overhead, overhead, phases
+from reprobook.papers.ozz.loaders import lmbench_overhead, overhead, phases, sections
 from reprobook.papers.ozz import lmbench
 from reprobook.sources import Outputs
 
@@ -262,18 +262,20 @@ def test_malformed_results_files_are_named(tmp_path):
 
 # --------------------------------------------------------------------------- the paper's loader
 
-def _outputs(tmp_path: Path, kernels=("baseline", "oemu"), summary=True) -> Outputs:
+def _outputs(tmp_path: Path, kernels=("baseline", "oemu"), summary=True, data: dict | None = None) -> Outputs:
+    """A live run's outputs: each kernel's results files and summary, from ``data[kernel]`` (default `DATA`)."""
     files: dict[str, list[Path]] = {"summary": [], "results": []}
     for kernel in kernels:
+        src_dir = (data or {}).get(kernel, DATA)
         d = tmp_path / "outputs" / "results" / kernel / "results" / "x86_64-linux-gnu"
         d.mkdir(parents=True)
-        for src in RESULTS:
+        for src in sorted((src_dir / "results" / "x86_64-linux-gnu").glob("vm.*")):
             shutil.copy(src, d / src.name)
             files["results"].append(d / src.name)
         if summary:
             s = tmp_path / "outputs" / "summary" / kernel / f"summary-{kernel}.txt"
             s.parent.mkdir(parents=True)
-            shutil.copy(DATA / "summary.txt", s)
+            shutil.copy(src_dir / "summary.txt", s)
             files["summary"].append(s)
     return Outputs("ozz/lmbench-overhead", "live", "test", {k: tuple(v) for k, v in files.items()})
 
@@ -300,6 +302,66 @@ def test_the_loader_reads_a_summary_alone_and_refuses_a_disagreeing_one(tmp_path
     s.write_text(s.read_text().replace("0.55 0.30", "0.56 0.30"))
     with pytest.raises(OutputError, match=r"summary-baseline\.txt.*line 21.*processes: null call"):
         lmbench_overhead(out)
+
+
+NO_BASIC = Path(__file__).resolve().parent / "data" / "lmbench-no-basic"  # see its README: derived from DATA
+
+
+def test_a_section_lmbench_left_out_is_not_measured_on_the_page_and_in_the_verdict(tmp_path):
+    """The real summary without "Basic system parameters" (a busy machine's run): reported as not measured."""
+    from reprobook import api
+    from reprobook.core.config import load_project
+    claim = load_project(ROOT).claim("ozz/lmbench-overhead")
+    complete = lmbench_overhead(_outputs(tmp_path / "complete", kernels=("baseline",)))
+    out = _outputs(tmp_path / "no-basic", kernels=("baseline",), data={"baseline": NO_BASIC})
+    frame = lmbench_overhead(out)  # the summary agrees with its results files row for row: no error
+    pd.testing.assert_frame_equal(frame, complete)  # the measured cells are the same: only a section is gone
+    page = sections(frame).set_index("section")
+    assert page.loc["Basic system parameters", ["runs", "status"]].tolist() == ["0 of 2", "not measured"]
+    assert (page.drop("Basic system parameters")["status"] == "measured").all() and len(page) == 6
+    assert sections(complete)["status"].eq("measured").all()
+    verdict = api.check(claim, frame, out)
+    assert verdict.verdict == "inconclusive"  # one kernel: nothing to compare, as without the section
+    assert verdict.reason.endswith("; not measured: baseline: 'Basic system parameters': not measured (LMBench "
+                                   "printed no such section: none of its measurements came out) in runs 0, 1"), \
+        verdict.reason
+    assert "not measured" not in api.check(claim, complete, out).reason
+    # the summary alone (no results files fetched) says the same, for every run at once
+    alone = Outputs(out.claim, out.kind, out.label, {"summary": out.files["summary"]})
+    frame = lmbench_overhead(alone)
+    assert sections(frame).set_index("section").loc["Basic system parameters", "status"] == "not measured"
+    assert "baseline: 'Basic system parameters': not measured" in api.check(claim, frame, alone).reason
+
+
+def test_a_measured_section_left_out_says_not_measured_in_its_cells_never_zero(tmp_path):
+    """The baseline's results files without their process measurements: the processes cells say not measured."""
+    from reprobook import api
+    from reprobook.core.config import load_project
+    claim = load_project(ROOT).claim("ozz/lmbench-overhead")
+    gone = ("Simple syscall:", "Simple read:", "Simple write:", "Simple stat:", "Simple open/close:",
+            "Select on 100 tcp fd", "Signal handler installation:", "Signal handler overhead:", "Process fork+")
+    src = tmp_path / "no-processes"
+    (src / "results" / "x86_64-linux-gnu").mkdir(parents=True)
+    for path in RESULTS:
+        kept = [l for l in path.read_text().split("\n") if not l.startswith(gone)]
+        (src / "results" / "x86_64-linux-gnu" / path.name).write_text("\n".join(kept))
+    out = _outputs(tmp_path, summary=False, data={"baseline": src})
+    frame = lmbench_overhead(out)
+    assert "processes" not in set(frame.loc[frame["kernel"] == "baseline", "section"])
+    table = overhead(frame).set_index("column")
+    procs = table[table["section"] == "processes"]
+    assert list(procs.index) == ["null call", "null I/O", "stat", "open clos", "slct TCP", "sig inst", "sig hndl",
+                                 "fork proc", "exec proc", "sh proc"]
+    assert (procs["baseline"] == "not measured").all() and procs["oemu"].map(lambda v: v > 0).all()
+    assert procs["slowdown"].isna().all()
+    assert (table.loc[table["section"] != "processes", "baseline"].dropna() > 0).all()  # the others keep numbers
+    page = sections(frame).set_index(["setting", "section"])["status"]
+    assert page["baseline", "Processor, Processes - times in microseconds - smaller is better"] == "not measured"
+    assert page["oemu", "Processor, Processes - times in microseconds - smaller is better"] == "measured"
+    verdict = api.check(claim, frame, out)
+    assert verdict.verdict == "inconclusive"
+    assert all("no measured rows for {'setting': 'baseline'}" in c.reason for c in verdict.checks)
+    assert "not measured: baseline: 'Processor, Processes': not measured" in verdict.reason, verdict.reason
 
 
 def test_overhead_is_a_ratio_per_column_turned_by_direction():

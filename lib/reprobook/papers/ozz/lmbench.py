@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -196,6 +196,18 @@ SECTIONS: tuple[Section, ...] = (
             before_rule=("(WARNING - may not be correct, check graphs)",), tail="guesses"),
 )
 BY_ID = {s.id: s for s in SECTIONS}
+
+# The sections each subset's benchmarks can fill (scripts/lmbench at 701c6c3: BENCHMARK_OS runs the system
+# calls, processes, context switches, local IPC, files and VM, and the bcopy/mem bandwidths; BENCHMARK_HARDWARE
+# runs the integer/float operations, the bandwidths, tlb, par_mem and the memory latencies). "basic" comes from
+# LINE_SIZE, which the configuration measured with `line` (empty when that probe did not come out), and from tlb
+# and par_mem. "remote-latency" is only measured with REMOTE hosts.
+SUBSETS = {
+    "OS": ("basic", "processes", "context-switch", "local-latency", "file-vm", "local-bandwidth"),
+    "HARDWARE": ("basic", "int-ops", "int64-ops", "float-ops", "double-ops", "local-bandwidth", "memory-latency"),
+}
+NOT_MEASURED = "not measured"
+"""How a section LMBench left out is reported: never as zero, never as a blank row."""
 _BY_TITLE = {" ".join(s.title.split()): s for s in SECTIONS}
 _BANNER = re.compile(r"L\s*M\s*B\s*E\s*N\s*C\s*H\s+3\s*\.\s*0\s+S\s*U\s*M\s*M\s*A\s*R\s*Y")
 _MAKE = re.compile(r"^g?make(\[\d+\])?: ")
@@ -432,9 +444,28 @@ class Results:
     description: str
     measures: dict
     lines: dict
+    header: dict = field(default_factory=dict)   # the run's "[KEY: value]" lines (BENCHMARK_OS, REMOTE, ...)
 
     def get(self, key: str) -> float:
         return self.measures.get(key, MISSING)
+
+    def present(self) -> tuple[str, ...]:
+        """The sections this file gets a row in (getsummary's resultsq: one of the section's measurements > 0)."""
+        return tuple(sec.id for sec in SECTIONS if any(self.get(k) > 0 for k in sec.present))
+
+    def expected(self) -> tuple[str, ...] | None:
+        """The sections the subset this file was run with can fill, from its header; None if the header does not say.
+
+        Only ``BENCHMARK_OS`` and ``BENCHMARK_HARDWARE`` are read (the OS, HARDWARE and ALL
+        subsets); a run of single benchmarks (LMBench's DEVELOPMENT answers) says None.
+        """
+        subsets = [name for name in SUBSETS if self.header.get(f"BENCHMARK_{name}") == "YES"]
+        if not subsets:
+            return None
+        wanted = {sid for name in subsets for sid in SUBSETS[name]}
+        if "OS" in subsets and self.header.get("REMOTE", "").strip():
+            wanted.add("remote-latency")
+        return tuple(sec.id for sec in SECTIONS if sec.id in wanted)
 
 
 def _value(token: str) -> float:
@@ -465,6 +496,8 @@ def read_results(path: str | Path) -> Results:
                           file=path, line=1)
     measures: dict[str, float] = {}
     where: dict[str, int] = {}
+    header = {m.group(1): m.group(2).strip() for m in (re.fullmatch(r"\[([A-Z_ ]+): ?(.*)\]", l.strip())
+                                                      for l in lines[:60]) if m}
     info = lines[0].split()
     uname = f"{info[3] if len(info) > 3 else ''} {info[5] if len(info) > 5 else ''}"
 
@@ -549,7 +582,28 @@ def read_results(path: str | Path) -> Results:
                 i += 1
                 if mem_type == (1 if key == "lat_mem" else 2):
                     put(key, save, no)
-    return Results(path, m.group(1), int(m.group(2)), uname, path.parent.name, measures, where)
+    return Results(path, m.group(1), int(m.group(2)), uname, path.parent.name, measures, where, header)
+
+
+def implied_subsets(sections: Iterable[str]) -> tuple[str, ...] | None:
+    """The sections a summary's subset can fill, judged from the sections it printed (None: it printed none that tells).
+
+    A summary alone does not say which subset ran; a section only the OS subset fills
+    (processes, context switching, ...) says OS, one only HARDWARE fills says HARDWARE.
+    """
+    seen = set(sections)
+    only = {name: set(SUBSETS[name]) - set().union(*(SUBSETS[o] for o in SUBSETS if o != name)) for name in SUBSETS}
+    subsets = [name for name in SUBSETS if only[name] & seen]
+    if not subsets:
+        return None
+    wanted = {sid for name in subsets for sid in SUBSETS[name]} | (seen & {"remote-latency"})
+    return tuple(sec.id for sec in SECTIONS if sec.id in wanted)
+
+
+def left_out_words(section: str) -> str:
+    """What the page and the verdict say of a section LMBench left out of its summary."""
+    return (f"{BY_ID[section].title.split(' - ')[0]!r}: {NOT_MEASURED} (LMBench printed no such section: none of "
+            f"its measurements came out)")
 
 
 def _derived(r: Results) -> dict[str, float]:

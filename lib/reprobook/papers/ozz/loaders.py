@@ -50,6 +50,13 @@ def lmbench_overhead(outputs) -> pd.DataFrame:
     prints exactly what they hold, else from the summary. Machine parameters (the clock,
     cache line, ...) and blank cells are left out.
 
+    A section LMBench left out of a run (its measurements did not come out, as happens on
+    a loaded machine) has no rows: ``attrs["sections"]`` lists, per kernel, setting and run,
+    each section the run's subset fills with ``measured`` or ``not measured``, and
+    ``attrs["not_measured"]`` says in words what is missing (the verdict's reason carries
+    it). With the results files the subset is read from their header; from a summary alone
+    it is judged from the sections printed.
+
     Columns: ``kernel`` (``oemu``, ``baseline``), ``setting`` (``oemu-off``: the
     instrumented kernel before its callbacks were enabled; ``oemu``; ``baseline``),
     ``section`` (e.g. ``processes``), ``column`` (e.g. ``null call``), ``row`` (the
@@ -65,7 +72,7 @@ def lmbench_overhead(outputs) -> pd.DataFrame:
     if not summaries and not results:
         raise OutputError("neither a summary (summary-<kernel>.txt) nor results files were fetched",
                           file=outputs.location or "ozz.lmbench")
-    frames = []
+    frames, coverage = [], []
     for kernel in KERNELS:
         paths = summaries.get(kernel, [])
         if len(paths) > 1:
@@ -75,9 +82,18 @@ def lmbench_overhead(outputs) -> pd.DataFrame:
             if paths:
                 lmbench.agree(lmbench.read_summary(paths[0]), frame, file=paths[0])
             first = frame["number"] == frame["number"].min()
+            runs = [lmbench.read_results(p) for p in results[kernel]]
+            low = min(r.number for r in runs)
+            for r in runs:
+                setting = "oemu-off" if kernel == "oemu" and r.number == low else kernel
+                coverage += _coverage(kernel, setting, str(r.number), r.expected(), r.present())
         elif paths:
             frame = lmbench.read_summary(paths[0])
             first = frame["row"] == 1
+            present = tuple(dict.fromkeys(frame["section"]))
+            settings = [kernel] if kernel != "oemu" else ["oemu-off"] + (["oemu"] if frame["row"].max() > 1 else [])
+            for setting in settings:  # a summary alone cannot tell which run lacks a section, only that all do
+                coverage += _coverage(kernel, setting, "all", lmbench.implied_subsets(present), present)
         else:
             continue
         setting = pd.Series(kernel, index=frame.index)
@@ -86,7 +102,77 @@ def lmbench_overhead(outputs) -> pd.DataFrame:
         frames.append(frame.assign(kernel=kernel, setting=setting))
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[(frame["direction"] != "") & frame["value"].notna()]
-    return frame[COLUMNS].reset_index(drop=True)
+    frame = frame[COLUMNS].reset_index(drop=True)
+    table = pd.DataFrame(coverage, columns=SECTION_COLUMNS)
+    frame.attrs["sections"] = table.to_dict("records")
+    frame.attrs["not_measured"] = _not_measured_words(table)
+    return frame
+
+
+SECTION_COLUMNS = ["kernel", "setting", "run", "section", "title", "status"]
+
+
+def _coverage(kernel: str, setting: str, run: str, expected, present) -> list[dict]:
+    """One row per section the run's subset can fill (or it printed): measured, or not measured."""
+    wanted = list(expected) if expected is not None else []
+    wanted += [s for s in present if s not in wanted]
+    return [{"kernel": kernel, "setting": setting, "run": run, "section": sid, "title": lmbench.BY_ID[sid].title,
+             "status": "measured" if sid in present else lmbench.NOT_MEASURED}
+            for sid in (sec.id for sec in lmbench.SECTIONS) if sid in wanted]
+
+
+def _not_measured_words(table: pd.DataFrame) -> list[str]:
+    """One sentence per setting and section LMBench left out, naming the runs (``not_measured`` of the loader)."""
+    out = []
+    missing = table[table["status"] == lmbench.NOT_MEASURED]
+    for (setting, section), rows in missing.groupby(["setting", "section"], sort=False):
+        runs = list(rows["run"])
+        which = "" if runs == ["all"] else f" in run{'s' if len(runs) > 1 else ''} {', '.join(runs)}"
+        out.append(f"{setting}: {lmbench.left_out_words(section)}{which}")
+    return out
+
+
+def sections(measured: pd.DataFrame) -> pd.DataFrame:
+    """Which LMBench sections each setting measured, from the loader's table: the page's account of what is missing.
+
+    One row per setting and section that setting's LMBench subset fills: ``setting``,
+    ``section`` (LMBench's title), ``runs`` (how many runs printed it, of how many) and
+    ``status``: ``measured``, or ``not measured`` when LMBench left the section out of
+    every run (a section it printed for some runs only says which). A section is never
+    reported as zero or as an empty row. Empty without a run.
+    """
+    cols = ["setting", "section", "runs", "status"]
+    table = pd.DataFrame(getattr(measured, "attrs", {}).get("sections") or [], columns=SECTION_COLUMNS)
+    rows = []
+    for (setting, section), group in table.groupby(["setting", "section"], sort=False):
+        done = group[group["status"] == "measured"]
+        status = ("measured" if len(done) == len(group) else lmbench.NOT_MEASURED if done.empty else
+                  f"{lmbench.NOT_MEASURED} in run(s) {', '.join(group.loc[group['status'] != 'measured', 'run'])}")
+        runs = "all" if list(group["run"]) == ["all"] else f"{len(done)} of {len(group)}"
+        rows.append({"setting": setting, "section": group["title"].iloc[0], "runs": runs, "status": status})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _mark_not_measured(table: pd.DataFrame, measured: pd.DataFrame | None, settings) -> pd.DataFrame:
+    """Write ``not measured`` in the cells of ``settings`` whose section LMBench left out of every run."""
+    cover = pd.DataFrame(getattr(measured, "attrs", {}).get("sections") or [], columns=SECTION_COLUMNS)
+    for setting in settings:
+        mine = cover[cover["setting"] == setting]
+        left_out = [sid for sid, g in mine.groupby("section", sort=False) if (g["status"] != "measured").all()]
+        for sid in left_out:
+            sec = lmbench.BY_ID[sid]
+            if not sec.direction:
+                continue  # machine parameters: never in this table, measured or not (sections() says it)
+            for col in (c for c in sec.columns if c.measure):
+                hit = (table["section"] == sid) & (table["column"] == col.name)
+                if not hit.any():
+                    table = pd.concat([table, pd.DataFrame([{
+                        "section": sid, "column": col.name, "unit": col.unit if col.unit is not None else sec.unit,
+                        "direction": DIRECTION_WORDS.get(sec.direction, sec.direction)}])], ignore_index=True)
+                    hit = (table["section"] == sid) & (table["column"] == col.name)
+                table[setting] = table[setting].astype(object)
+                table.loc[hit, setting] = lmbench.NOT_MEASURED
+    return table
 
 
 def _lmbench_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -104,7 +190,9 @@ def overhead(measured: pd.DataFrame, *, guide: pd.DataFrame | None = None, slowe
     ``faster``; ``slowdown`` turns it so that above 1 always means slower (the ratio for
     times, its inverse for bandwidths). A side that was not measured leaves NaN. With
     ``guide`` (published numbers), its baseline, instrumented and slowdown columns are
-    added beside, labelled as the guide's example. Rows come in LMBench's order.
+    added beside, labelled as the guide's example. Rows come in LMBench's order. A section
+    LMBench left out of every run of a setting (the loader's ``attrs["sections"]``) has its
+    cells in that setting's column say ``not measured``, never a number.
     """
     cols = ["section", "column", "unit", "direction", faster, slower, "ratio", "slowdown"]
     rows = []
@@ -126,7 +214,7 @@ def overhead(measured: pd.DataFrame, *, guide: pd.DataFrame | None = None, slowe
             rows.append({"section": section, "column": column, "unit": unit,
                          "direction": DIRECTION_WORDS.get(direction, direction), faster: base, slower: slow,
                          "ratio": ratio, "slowdown": 1 / ratio if direction == "bigger" else ratio})
-    table = pd.DataFrame(rows, columns=cols)
+    table = _mark_not_measured(pd.DataFrame(rows, columns=cols), measured, (faster, slower))
     if guide is not None:
         example = overhead(guide, slower=slower, faster=faster)
         example = example[["section", "column", "unit", "direction", faster, slower, "slowdown"]].rename(
