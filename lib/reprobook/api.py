@@ -75,7 +75,10 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     _CHECKED[claim.key] = outputs  # glue_verdict records the source tag with the verdict
     verdict = checks.check_claim(claim, measured, source=label, warnings=warnings,
                                  not_run_reason=f"not run: {outputs.detail}" if outputs.detail else None,
-                                 scale=outputs.scale if outputs.available else None, host_facts=outputs.host_facts)
+                                 scale=outputs.scale if outputs.available else None,
+                                 # the authors' shipped outputs: their own machine (None); a run: what it recorded
+                                 host_facts=None if outputs.kind == "reference" else dict(outputs.host_facts),
+                                 imported=outputs.kind == "import")
     wording = _wording(claim, verdict, outputs)
     reason = (f"the published numbers are computed from these same files, so this compares the authors' raw "
               f"results with values derived from them; {verdict.reason}" if wording else verdict.reason)
@@ -248,14 +251,25 @@ def plan(claim: Claim):
 
 
 def import_run(claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
-               params: Mapping | None = None):
+               params: Mapping | None = None, facts: Mapping | str | Path | None = None):
     """Record outputs produced by hand as a run of ``claim``; from then on it is a run like any other.
 
     ``files`` maps output names to paths (or is a list of paths when the
     claim has one output). The run's manifest records the sha256 of each
-    file, who imported it and when, and the machine as described.
+    file, who imported it and when, and the machine as described. ``facts``
+    (a mapping of machine facts, or a file made by `facts_script` on that
+    machine) are checked against the claim's requirements as a live host's
+    are; without them, checks that need the machine are inconclusive.
     """
-    return sources.import_files(project(), claim, files, machine=machine, who=who, note=note, params=params)
+    if isinstance(facts, (str, Path)):
+        facts = sources.read_facts(facts)
+    return sources.import_files(project(), claim, files, machine=machine, who=who, note=note, params=params,
+                                facts=facts)
+
+
+def facts_script(claim: Claim) -> str:
+    """The shell lines that print a machine's facts for ``claim`` (see `reprobook.sources.facts_script`)."""
+    return sources.facts_script(claim)
 
 
 @dataclass(frozen=True)

@@ -139,9 +139,78 @@ def _no_outputs(claim: Claim, params: Mapping | None) -> str:
     return f"the authors ship no outputs for this claim, and no run{with_params} is recorded yet: {how}"
 
 
+def read_facts(path: str | Path) -> dict:
+    """The machine facts in ``path``: the output of the host probe (``key=value`` lines, `facts_script`) or JSON.
+
+    Raises
+    ------
+    ConfigError
+        Naming the file when it cannot be read or holds no fact.
+    """
+    import json
+    from reprobook.core.requirements import facts_from
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the machine facts file {path} ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        facts = dict(data)
+    elif "=" in text:
+        facts = facts_from(text).as_dict()
+    else:
+        facts = {}
+    known = {k: v for k, v in facts.items() if v not in (None, "", {}, "unknown")}
+    if not known:
+        raise ConfigError(f"{path} holds no machine facts: expected the output of the facts script (lines such as "
+                          f"cpus=8) or a JSON object of facts")
+    return facts
+
+
+def facts_from_flags(*, cores: int | None = None, os: str | None = None, memory_gib: float | None = None,
+                     smt: str | None = None, numa_nodes: int | None = None,
+                     physical_cores_per_socket: int | None = None, cpu_model: str | None = None) -> dict:
+    """Machine facts as an evaluator states them (``--cores 32 --os "Ubuntu 20.04"``), by the probe's fact names."""
+    facts: dict = {}
+    if cores is not None:
+        facts["cpus"] = int(cores)
+    if os:
+        family, _, release = os.strip().partition(" ")
+        facts.update(os=os.strip(), os_id=family.lower(), os_version=release.strip())
+    if memory_gib is not None:
+        facts["mem_gib"] = float(memory_gib)
+    if smt is not None:
+        if smt not in ("on", "off"):
+            raise ConfigError(f"SMT is 'on' or 'off', not {smt!r}")
+        facts["smt"] = smt
+    if numa_nodes is not None:
+        facts["numa_nodes"] = int(numa_nodes)
+    if physical_cores_per_socket is not None:
+        facts["physical_cores_per_socket"] = int(physical_cores_per_socket)
+    if cpu_model:
+        facts["cpu_model"] = cpu_model
+    return facts
+
+
+def facts_script(claim: Claim) -> str:
+    """The shell lines that print the facts of the machine they run on, as ``key=value`` lines, for ``claim``:
+    run them where the outputs were made (``bash facts.sh . > facts.txt``) and import with ``--facts facts.txt``."""
+    from reprobook.core.requirements import probe_script
+    return probe_script([claim.requires])
+
+
 def import_files(project: Project, claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
-                 params: Mapping | None = None) -> Run:
-    """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`)."""
+                 params: Mapping | None = None, facts: Mapping | None = None) -> Run:
+    """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`).
+
+    ``facts`` (from `read_facts` or `facts_from_flags`) are the machine's, recorded as a live run's probed
+    facts are, so that the claim's requirements are checked on them; without them the checks that depend
+    on the machine are inconclusive.
+    """
     import getpass
     if not machine or not machine.strip():
         raise ConfigError("describe the machine the files come from (machine=…, --machine …): the page shows it "
@@ -164,8 +233,11 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     if not resolved:
         raise ConfigError("no files to import")
     store = RunStore(project.settings.runs_dir)
-    return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
-                              params=claim.resolve_params(params))
+    run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
+                             params=claim.resolve_params(params))
+    if facts:
+        run.update(host_facts={"imported": dict(facts)})
+    return run
 
 
 def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",

@@ -74,8 +74,10 @@ def test_a_bound_of_zero_is_a_bound():
         in r.reason, r.reason
     r = evaluate_check(spec("at_most", max=0), data.assign(v=[-0.4, 0.0]), {})
     assert r.verdict is Verdict.HOLDS and "exactly at the bound 0" in r.reason and math.isfinite(r.margin)
+    r = evaluate_check(spec("in_range", min=0, max=1), data.assign(v=[0.5, 1.4]), {})
+    assert r.verdict is Verdict.FAILS and "outside by 40.0%" in r.reason
     r = evaluate_check(spec("in_range", min=0, max=1), data.assign(v=[0.5, 1.5]), {})
-    assert r.verdict is Verdict.FAILS and "outside by 50.0%" in r.reason
+    assert r.verdict is Verdict.FAILS and "1.5 times the upper bound" in r.reason
 
 
 def test_nan_rows_and_empty_groups_are_inconclusive():

@@ -20,12 +20,23 @@ def test_windows_ironkv_run_brought_back_by_hand(mirror, tmp_path):
         rb.obtain(claim, "live", host="local")
     raw = tmp_path / "raw-data.txt"
     raw.write_bytes((mirror / VERUS / "ironkv/recording/raw-data.txt").read_bytes())
-    run = rb.import_run(claim, [raw], machine="Windows 11 laptop, i9-10885H, 64 GB", note="plugged in")
+    # first without machine facts: the checks that depend on the machine cannot be judged, and say so
+    bare = rb.import_run(claim, [raw], machine="Windows 11 laptop", note="no facts")
+    bare_outputs = rb.obtain(claim, bare.id)
+    verdict = rb.check(claim, rb.load(claim, bare_outputs), bare_outputs)
+    assert str(verdict.verdict) == "inconclusive", verdict.reason
+    assert "the imported run does not say whether its machine has Windows" in verdict.reason
+    # with the facts stated (as flags would: the OS), the requirement is checked as for a live host
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(rb.sources.facts_from_flags(os="Windows 11", cores=16)))
+    run = rb.import_run(claim, [raw], machine="Windows 11 laptop, i9-10885H, 64 GB", note="plugged in",
+                        facts=facts)
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["source"] == "import" and m["status"] == "succeeded"
     assert m["imported"]["machine"] == "Windows 11 laptop, i9-10885H, 64 GB" and m["imported"]["by"]
     assert m["files"] == [{"output": "raw", "path": "outputs/raw/raw-data.txt", "size": raw.stat().st_size,
                            "sha256": sha256_file(raw), "original": str(raw.resolve())}]
+    assert m["host_facts"] == {"imported": {"cpus": 16, "os": "Windows 11", "os_id": "windows", "os_version": "11"}}
     outputs = rb.obtain(claim, "auto")
     assert outputs.run_id == run.id and "Windows 11 laptop" in outputs.label
     measured = rb.load(claim, outputs)

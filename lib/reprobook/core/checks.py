@@ -162,6 +162,9 @@ _COMMON = {
     # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.core.scales)
     "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
         "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
+    # scales besides the paper's at which the check may be judged, on any machine, and why (reprobook.core.scales)
+    "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    "why": {"type": "string", "minLength": 1},
 }
 _TARGETS = ("target", "target_published", "target_rows", "target_column")
 
@@ -243,9 +246,14 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
         if isinstance(ref, Mapping) and ref["published"] not in known:
             raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
                               key=f"{key}.{opt}.published")
+    if ("judged_at" in raw) != ("why" in raw):
+        raise ConfigError("judged_at and why go together: the scales besides the paper's at which the check may be "
+                          "judged, and why its comparison still means something there",
+                          file=file, key=f"{key}.{'why' if 'judged_at' in raw else 'judged_at'}")
     from reprobook.core.scales import parse_needs
-    needs = parse_needs(raw.get("needs"), file=file, key=f"{key}.needs")
-    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs")}
+    needs = parse_needs(raw.get("needs"), file=file, key=f"{key}.needs", judged_at=raw.get("judged_at"),
+                        judged_why=raw.get("why", ""))
+    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs", "judged_at", "why")}
     return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts, needs=needs)
 
 
@@ -360,46 +368,42 @@ def _bounds_margins(values: pd.Series, lo: float | None, hi: float | None) -> pd
 
 
 def _times(r: float) -> str:
+    if not math.isfinite(r):   # a bound so near 0 that the ratio overflows
+        return "over 1e308"
     return f"{r:,.0f}" if abs(r) >= 100 else f"{r:.3g}"
 
 
 def room_words(x: float, lo: float | None, hi: float | None) -> str:
     """Where ``x`` stands against its bounds, in words: a per cent near a bound, a ratio far from it.
 
-    Near a bound the room (or the miss) is a percentage of the bound; twice a bound or more, or half of
-    it or less, reads as a ratio ("0.3 times the lower bound", "12 times the upper bound"); against a
-    bound of 0, or across a change of sign, the value is simply placed ("below the lower bound 0").
-    Never thousands of per cent, never ``inf``.
+    Near a bound the room (or the miss) is a percentage of the bound; far from a positive bound it reads
+    as a ratio ("0.3 times the lower bound", "12 times the upper bound"); against a bound of 0, or across
+    a change of sign, the value is simply placed ("below the lower bound 0"), and far from a negative
+    bound the distance is given. Never hundreds of per cent, never ``inf``.
     """
     if x is None or not math.isfinite(x):
         return "no finite value to place"
     m = bound_margin(x, lo, hi)
     if lo is not None and x < lo:
-        side, bound = "lower", lo
+        side, bound, inside = "lower", lo, False
     elif hi is not None and x > hi:
-        side, bound = "upper", hi
+        side, bound, inside = "upper", hi, False
     else:
         # inside: the nearer bound (the smaller room)
         m_lo = bound_margin(x, lo, None) if lo is not None else math.inf
         m_hi = bound_margin(x, None, hi) if hi is not None else math.inf
-        side, bound = ("lower", lo) if m_lo <= m_hi else ("upper", hi)
-        if bound == 0:
-            return "exactly at the bound 0" if x == 0 else f"{'above' if side == 'lower' else 'below'} the {side} bound 0"
-        if m < 1:
-            return f"closest to a bound by {m * 100:.1f}%"
-        if bound > 0 and x > 0:   # twice the lower bound or more
-            return f"{_times(x / bound)} times the lower bound"
-        if (x > 0) != (bound > 0) or x == 0:
-            return f"{'above' if side == 'lower' else 'below'} the {side} bound {bound:g}"
-        return f"{abs(x - bound):.4g} {'above' if side == 'lower' else 'below'} the {side} bound"
-    if bound == 0 or (x > 0) != (bound > 0) and x != 0:
-        return f"{'below' if side == 'lower' else 'above'} the {side} bound {bound:g}"
-    r = x / bound
-    if side == "lower" and bound > 0 and r <= 0.5 or side == "upper" and bound > 0 and r >= 2:
-        return f"{_times(r)} times the {side} bound"
-    if abs(m) >= 1:   # negative bounds far missed: the distance itself
-        return f"{abs(x - bound):.4g} {'below' if side == 'lower' else 'above'} the {side} bound"
-    return f"outside by {abs(m) * 100:.1f}%"
+        (side, bound), inside = (("lower", lo) if m_lo <= m_hi else ("upper", hi)), True
+    if bound == 0:
+        return ("exactly at the bound 0" if x == 0 else
+                f"{'above' if (side == 'lower') == inside else 'below'} the {side} bound 0")
+    if abs(m) < (0.99 if inside else 0.5):
+        return f"{'closest to a bound' if inside else 'outside'} by {abs(m) * 100:.1f}%"
+    if bound > 0 and x > 0:
+        return f"{_times(x / bound)} times the {side} bound"
+    above = x > bound
+    if (x > 0) != (bound > 0) or x == 0:
+        return f"{'above' if above else 'below'} the {side} bound {bound:g}"
+    return f"{abs(x - bound):.4g} {'above' if above else 'below'} the {side} bound"
 
 
 def _bound_words(lo: float | None, hi: float | None) -> str:
@@ -746,11 +750,18 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     return KINDS[spec.kind].judge(spec, rows, data, published)
 
 
-def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts: Mapping | None) -> CheckResult:
-    """``result`` as the run can judge it: ``inconclusive`` when the check's needs are not met, the scale named."""
-    unmet = spec.needs.unmet(scale, host_facts) if spec.needs else []
+def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts: Mapping | None,
+            requires=None, imported: bool = False) -> CheckResult:
+    """``result`` as the run can judge it: ``inconclusive`` where the check may not be judged, the scale named.
+
+    A check is judged at the paper's scale on a machine meeting the claim's ``requires``, unless it
+    declares more (``judged_at``) or less (``needs``); see `reprobook.core.scales.CheckNeeds`.
+    """
+    from reprobook.core.scales import CheckNeeds
+    needs = spec.needs if spec.needs is not None else CheckNeeds()
+    unmet = needs.unmet(scale, host_facts, requires, imported=imported)
     if unmet:
-        why = f" ({spec.needs.why})" if spec.needs.why else ""
+        why = f" ({needs.why})" if needs.why else ""
         return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE,
                            f"cannot be judged on this run: {'; '.join(unmet)}{why}. Measured: {result.reason}",
                            None, result.evidence)
@@ -763,24 +774,28 @@ def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts:
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
                 published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
                 warnings: Iterable[str] = (), scale: str | None = None,
-                host_facts: Mapping | None = None) -> ClaimVerdict:
+                host_facts: Mapping | None = None, imported: bool = False) -> ClaimVerdict:
     """Every check of ``claim`` on ``measured``; ``None`` or an empty table means ``not run``.
 
     The claim holds only if every check holds; it fails if any fails; else it
     is inconclusive. The margin reported is the tightest of the checks.
     ``warnings`` (e.g. the host fell short of the claim's requirements) are
     carried to the page beside the verdict. ``scale`` and ``host_facts`` are
-    the run's (None for the authors' shipped outputs): a check that needs
-    another scale or a bigger host (its ``needs``) is ``inconclusive`` with
-    the reason and its measured values, and a check judged at a scale other
-    than the paper's says so in its reason.
+    the run's (``host_facts`` None for the authors' shipped outputs: their own
+    machine; ``{}`` for a run that records no facts, ``imported`` if it was
+    done by hand). A check is judged only at the paper's scale on a machine
+    meeting the claim's requirements unless it declares otherwise
+    (``judged_at``, ``needs``); elsewhere it is ``inconclusive`` with the reason
+    and its measured values, and a check judged at a scale other than the
+    paper's says so in its reason.
     """
     pub = dict(published) if published is not None else {n.id: n for n in claim.published}
     warnings = tuple(warnings)
     if measured is None or measured.empty:
         return ClaimVerdict(claim.key, Verdict.NOT_RUN, not_run_reason or "no outputs are available for this claim",
                             None, source, (), warnings)
-    results = tuple(_judged(spec, evaluate_check(spec, measured, pub), scale, host_facts) for spec in claim.checks)
+    results = tuple(_judged(spec, evaluate_check(spec, measured, pub), scale, host_facts, claim.requires, imported)
+                    for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if failing:

@@ -194,6 +194,17 @@ def names() -> list[str]:
     return [*_REGISTRY, *_FREE_TEXT]
 
 
+def fact_names(name: str) -> tuple[str, ...]:
+    """The facts requirement ``name`` reads (``cores`` -> ``("cpus",)``): those a run must record for it to be judged."""
+    req = _REGISTRY.get(name)
+    if req is None:
+        return ()
+    try:
+        return tuple(k for k in req.parse({}, {}) if not k.endswith("_detail"))
+    except Exception:  # a parse that needs its probe's output: the requirement's own name is the fact
+        return (name,)
+
+
 def schema() -> dict:
     """The JSON schema of a ``machine:`` / ``requires:`` mapping, assembled from the registry."""
     props = {name: dict(req.schema) for name, req in _REGISTRY.items()}

@@ -164,27 +164,78 @@ class DeviationSpec:
     when: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: requirements a run needs to run at all, not to be judged: outputs that exist show the host had them
+RUN_ONLY = ("commands", "files", "disk_gib", "docker")
+
+
 @dataclass(frozen=True)
 class CheckNeeds:
-    """What a check needs to be judged: a scale among ``scales`` (empty: any) and a host meeting ``requires``."""
+    """Where a check may be judged: the scales, and the machine (the claim's requirements and ``requires``).
+
+    By default a check is judged only at the paper's scale, on a machine that meets the claim's
+    requirements (`RUN_ONLY` aside): a smaller workload or a smaller machine changes what is
+    measured. ``judged_at`` names further scales (``[rehearsal]``) at which, on any machine, the
+    check's comparison still means something (two readings of one run, two systems measured side by
+    side), with ``judged_why`` saying why. ``scales`` (``needs: {scale: ...}``) overrides both, and
+    ``requires`` is what the check needs of the machine beyond the claim (``needs: {cores: 32}``).
+    """
 
     scales: tuple[str, ...] = ()
     requires: Requirements | None = None
     why: str = ""
+    judged_at: tuple[str, ...] = ()
+    judged_why: str = ""
 
-    def unmet(self, scale: str | None, host_facts: Mapping | None) -> list[str]:
-        """Why a run at ``scale`` on a host with ``host_facts`` cannot judge the check (empty: it can).
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The scales at which the check is judged."""
+        return self.scales or (PAPER, *(s for s in self.judged_at if s != PAPER))
 
-        ``scale`` None (the authors' own outputs) counts as the paper's scale; facts that were not
-        probed (shipped or imported outputs) are not held against the run.
+    def unmet(self, scale: str | None, host_facts: Mapping | None, claim_requires: Requirements | None = None,
+              *, imported: bool = False) -> list[str]:
+        """Why a run at ``scale`` on a machine with ``host_facts`` cannot judge the check (empty: it can).
+
+        ``scale`` None counts as the paper's scale. ``host_facts`` None is the authors' own machine (their
+        shipped outputs): nothing is held against it. Otherwise the machine must meet ``requires`` and,
+        unless the check is judged at other scales too (``judged_at``: its comparison does not depend on
+        the machine), the claim's requirements; a fact the run does not record is not a pass but a reason
+        ("the imported run does not say ...").
         """
         out = []
-        if self.scales and (scale or PAPER) not in self.scales:
-            out.append(f"this run is at {scale} scale; the check needs the {' or '.join(self.scales)} scale")
-        if self.requires is not None and host_facts:
-            out += [f"the run's host {s}" if s.startswith("needs ") else s
-                    for s in shortfalls(host_facts, self.requires)]
+        at = scale or PAPER
+        if at not in self.allowed:
+            out.append(f"this run is at {at} scale; the check needs the {' or '.join(self.allowed)} scale")
+        if host_facts is None:
+            return out
+        wanted: dict[str, Any] = {}
+        if claim_requires is not None and not self.judged_at:
+            wanted.update((k, v) for k, v in claim_requires.items() if k not in RUN_ONLY)
+        if self.requires is not None:
+            wanted.update(self.requires.items())
+        wanted = {k: v for k, v in wanted.items() if k not in ("testbed", "why") and v not in (None, (), "")}
+        if wanted:
+            out += machine_unmet(host_facts, wanted, imported=imported)
         return out
+
+
+def machine_unmet(facts: Mapping, wanted: Mapping[str, Any], *, imported: bool = False) -> list[str]:
+    """How a machine with ``facts`` falls short of ``wanted`` (requirement name -> value), one sentence each.
+
+    A requirement whose facts the run does not have is named as unknown, with the phrase the book uses
+    for it, rather than as a shortfall.
+    """
+    from reprobook.core.requirements import fact_names, parse_requirements as _parse
+    reqs = _parse(dict(wanted), file=None, key="needs")
+    who = "the imported run" if imported else "the run"
+    out = []
+    for name, value in reqs.items():
+        keys = fact_names(name)
+        one = _parse({name: value}, file=None, key="needs")
+        if keys and all(facts.get(k) in (None, "") for k in keys):
+            out.append(f"{who} does not say whether its machine has {'; '.join(one.describe())}")
+            continue
+        out += [f"the run's host {s}" if s.startswith("needs ") else s for s in shortfalls(facts, one)]
+    return out
 
 
 @dataclass(frozen=True)
@@ -342,17 +393,19 @@ def parse_deviations(raw: Iterable[Mapping] | None, parameters: Iterable[str], *
     return tuple(out)
 
 
-def parse_needs(raw: Mapping | None, *, file, key: str) -> CheckNeeds | None:
-    """A check's ``needs:`` -> `CheckNeeds`: ``scale`` (a name or a list), ``why``, and machine requirements."""
-    if not raw:
-        return None
+def parse_needs(raw: Mapping | None, *, file, key: str, judged_at: Iterable[str] | None = None,
+                judged_why: str = "") -> CheckNeeds:
+    """A check's ``needs:`` -> `CheckNeeds`: ``scale`` (a name or a list), ``why``, and machine requirements;
+    with the check's ``judged_at`` (further scales it may be judged at) and the ``why`` that justifies them."""
+    raw = raw or {}
     if not isinstance(raw, Mapping):
         raise ConfigError("needs: expected a mapping such as {scale: paper, cores: 32, why: ...}", file=file, key=key)
     scales = raw.get("scale") or ()
     scales = (scales,) if isinstance(scales, str) else tuple(scales)
     machine = {k: v for k, v in raw.items() if k not in ("scale", "why")}
     requires = parse_requirements(machine, file=file, key=key) if machine else None
-    return CheckNeeds(scales, requires, " ".join(str(raw.get("why", "")).split()))
+    return CheckNeeds(scales, requires, " ".join(str(raw.get("why", "")).split()),
+                      tuple(judged_at or ()), " ".join(str(judged_why or "").split()))
 
 
 # --------------------------------------------------------------------------- a run's scale and deviations
