@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup system-deps book test bench clean lab live-pesto
+.PHONY: setup system-deps book test test-fast lint-imports bench clean lab live-pesto
 
 setup: $(VENV)/.installed
 
@@ -21,8 +21,17 @@ system-deps:
 book: setup
 	$(BIN)/reprobook book
 
-test: setup system-deps
+test: setup system-deps lint-imports
 	$(BIN)/pytest
+
+# The developer's loop (a few minutes): the import rules, then every unit and parser test, two at a time. No sshd,
+# browser or book build; `make test` runs those too.
+test-fast: setup lint-imports
+	$(BIN)/pytest -q -n 2 -m "not slow and not ssh and not book and not browser" tests/unit
+
+# The layers' import rules (pyproject.toml, [tool.importlinter]): no cycle, no upward import, no paper named by the engine.
+lint-imports: setup
+	$(BIN)/lint-imports --no-cache
 
 # Opt-in, not part of `make test`: Pequin built from source (about 45 minutes on two cores the first time, minutes
 # after) and the Pesto and TAPIR rehearsals run through the authors' harness on four loopback sshd hosts (needs root).
