@@ -247,7 +247,7 @@ def paper_report(paper_id: str) -> dict:
     lowest = min(claims, key=lambda c: rank.get(c["badge"]["suggested"], -1)) if claims else None
     suggested = lowest["badge"]["suggested"] if lowest else None
     held_back = [c["claim"] for c in claims if c["badge"]["suggested"] == suggested] if suggested != "Reproduced" else []
-    return {
+    data = {
         "report": "reprobook evaluator's report", "version": 1,
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "reprobook": __version__, "stamp": build_stamp(proj.root),
@@ -260,6 +260,59 @@ def paper_report(paper_id: str) -> dict:
                              f"the badge every claim supports; held at {suggested or 'none'} by "
                              + ", ".join(held_back)) if claims else "the paper has no claims"},
     }
+    return redacted(data, proj, store) if proj.settings.redact_hosts else data
+
+
+WITHHELD = "(withheld)"
+_NOT_SECRET = {"local", "localhost", "root", "none", "unknown"}
+
+
+def _sensitive(proj, store) -> list[str]:
+    """What a redacted report must not contain: the hosts and users of hosts.yaml and of every recorded run (as
+    launched and as probed), the machine descriptions of imported runs, and the local directories (project, run
+    store, home). Longest first, so that a name inside another is replaced with it."""
+    from reprobook.errors import ConfigError
+    found = {str(proj.root), str(Path(proj.settings.runs_dir).resolve()), str(proj.settings.runs_dir), str(Path.home())}
+    for spec in proj.hosts.hosts.values():
+        if spec.is_local:
+            continue
+        try:
+            user, host, _ = spec.target()
+        except ConfigError:
+            user, host = None, spec.ssh
+        found |= {spec.name, spec.ssh, host, user or ""}
+    for run in store.runs():
+        m = run.manifest
+        found |= {str(m.get("host") or ""), str((m.get("imported") or {}).get("machine") or "")}
+        for facts in (m.get("host_facts") or {}).values():
+            if isinstance(facts, dict):
+                found |= {str(facts.get("hostname") or ""), str(facts.get("user") or "")}
+    return sorted((f for f in found if len(f) >= 3 and f.lower() not in _NOT_SECRET), key=len, reverse=True)
+
+
+def redacted(data: dict, proj, store) -> dict:
+    """The report ``data`` as redaction (``REPROBOOK_REDACT_HOSTS``) wants it: no host, user, machine description
+    or local path, in any field (the hosts and the facts naming them withheld, and any string mentioning one)."""
+    secrets = _sensitive(proj, store)
+
+    def scrub(value):
+        if isinstance(value, str):
+            for secret in secrets:
+                value = value.replace(secret, WITHHELD)
+            return value
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+    out = scrub(data)
+    for c in out["claims"]:
+        c["host"] = WITHHELD if c.get("host") else c.get("host")
+        for r in c["runs"]:
+            r["host"] = WITHHELD if r.get("host") else r.get("host")
+        if c.get("host_facts"):
+            c["host_facts"] = {k: (WITHHELD if k in ("hostname", "user") and v else v) for k, v in c["host_facts"].items()}
+    return out
 
 
 def validate_report(data: dict) -> None:
@@ -271,44 +324,49 @@ def validate_report(data: dict) -> None:
 
 
 def report_markdown(data: dict) -> str:
-    """The report as Markdown, for pasting into a review form."""
+    """The report as Markdown, for pasting into a review form.
+
+    What comes from runs (sources, hosts, facts, reasons, warnings) is written as text (`reprobook.book.text`):
+    a review form renders Markdown too, and a run's strings must not become links, images or markup there.
+    """
+    from reprobook.book.text import code, text as t
     p = data["paper"]
     lines = [f"# Artifact evaluation: {p['title']}", "", f"*{p['venue']}.* {data['stamp']}", "",
              f"**Suggested badge for the paper: {data['badge']['suggested'] or 'none'}** — {data['badge']['reason']}.",
              "", "| claim | verdict | margin | source | suggested badge |", "|---|---|---|---|---|"]
     for c in data["claims"]:
         margin = margin_words(c["margin"])
-        lines.append(f"| {c['title']} | {c['wording']} | {margin} | {c['source']} | {c['badge']['suggested'] or '—'} |")
+        lines.append(f"| {c['title']} | {c['wording']} | {margin} | {t(c['source'])} | {c['badge']['suggested'] or '—'} |")
     lines += ["", "Repositories: " + "; ".join(f"[{r['url']}]({r['url']}) at `{r['commit'][:12]}`"
                                                 for r in data["repositories"]) + ".", ""]
     for c in data["claims"]:
         lines += [f"## {c['title']}", "", f"**Claim** ({', '.join(c['refs'])}). {c['statement']}", ""]
         if c["verdict"] == "not run":
-            lines += [f"**Verdict: not run.** {c['source_detail']}", ""]
+            lines += [f"**Verdict: not run.** {t(c['source_detail'])}", ""]
         else:
             lines += [f"**Verdict: {c['wording']}**" + (f" (margin {margin_words(c['margin'])})"
-                                                        if c["margin"] is not None else "") + f". {c['reason']}", "",
-                      f"**Source:** {c['source_detail'].rstrip('.')}" + (f" (scale: {c['scale']})" if c["scale"] else "")
+                                                        if c["margin"] is not None else "") + f". {t(c['reason'])}", "",
+                      f"**Source:** {t(c['source_detail'].rstrip('.'))}" + (f" (scale: {t(c['scale'])})" if c["scale"] else "")
                       + ".", ""]
         if c["runs"]:
-            lines += ["**Runs recorded:** " + "; ".join(f"`{r['id']}` ({r['source']}, {r['status']}"
-                                                         + (f", {r['verdict']}" if r["verdict"] else "") + ")"
+            lines += ["**Runs recorded:** " + "; ".join(f"{code(r['id'])} ({t(r['source'])}, {t(r['status'])}"
+                                                         + (f", {t(r['verdict'])}" if r["verdict"] else "") + ")"
                                                          for r in c["runs"]) + ".", ""]
         if c["host_facts"]:
-            f = c["host_facts"]
-            lines += [f"**Host:** {c['host']}: {f.get('cpu_model') or 'CPU unknown'}, {f.get('cpus')} CPUs, SMT "
+            f = {k: t(v) for k, v in c["host_facts"].items()}  # probed on the host: its words, as text
+            lines += [f"**Host:** {t(c['host'])}: {f.get('cpu_model') or 'CPU unknown'}, {f.get('cpus')} CPUs, SMT "
                       f"{f.get('smt')}, {f.get('numa_nodes')} NUMA node(s), {f.get('mem_gib')} GiB, kernel "
                       f"{f.get('kernel')}, {f.get('os')}.", ""]
         elif c["host"]:
-            lines += [f"**Machine (described when imported):** {c['host']}; its facts were not probed.", ""]
+            lines += [f"**Machine (described when imported):** {t(c['host'])}; its facts were not probed.", ""]
         if c["authors_machine"]:
             stated = ", ".join(f"{k}: {v}" for k, v in c["authors_machine"].items() if k != "source")
             lines += [f"**The authors' machine** ({c['authors_machine'].get('source', 'paper file')}): {stated}.", ""]
         if c["differences"]:
-            lines += ["**Differs from the authors' machine:** " + "; ".join(c["differences"]) + ".", ""]
+            lines += ["**Differs from the authors' machine:** " + "; ".join(map(t, c["differences"])) + ".", ""]
         for w in c["warnings"]:
-            lines += [f"**Caution:** {w}", ""]
-        lines += [f"**Suggested badge: {c['badge']['suggested'] or 'none'}** — {c['badge']['reason']}.", ""]
+            lines += [f"**Caution:** {t(w)}", ""]
+        lines += [f"**Suggested badge: {c['badge']['suggested'] or 'none'}** — {t(c['badge']['reason'])}.", ""]
     return "\n".join(lines)
 
 
