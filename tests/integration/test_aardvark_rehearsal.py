@@ -260,10 +260,12 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     archive_steps = _step_seconds(alog)
     assert archive_steps["build go-algorand's ledger tests (the Go build the timing runs use)"[:60]] < 60
     ameasured = load(archive, from_run(archive, arun))
-    averdict = "holds" if ((ameasured["ops_per_s_per_core"] / ameasured["op"].map(
-        {"delete": 10, "modify": 20, "create": 20})).between(1 / 1.5, 1.5)).all() else "fails"
+    assert not ameasured.empty
+    # the paper's per-core rates are about its workload on its machine: a rehearsal is not judged against them
+    averdict = "inconclusive"
     assert cli.returncode == EXIT[averdict], cli.stdout + cli.stderr
-    assert f"{archive.key}: {averdict.upper()} (margin " in cli.stdout, cli.stdout + cli.stderr
+    assert f"{archive.key}: {averdict.upper()}" in cli.stdout and "this run is at rehearsal scale" in cli.stdout, \
+        cli.stdout + cli.stderr
 
     # ---- Table 1 again from the command line: the recorded run is reused, nothing runs on the host
     t0 = time.monotonic()
