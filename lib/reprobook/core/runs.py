@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from reprobook.core.config import Claim
-from reprobook.errors import ConfigError, OutputError
+from reprobook.errors import ConfigError, OutputError, ReprobookError
 from reprobook.core.locks import Lock
 
 MANIFEST = "manifest.json"
@@ -372,8 +372,21 @@ class RunStore:
 
     def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
                      params: dict | None = None) -> Run:
-        """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded."""
+        """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded.
+
+        An archive of outputs (`reprobook.core.archives`) is checked against its limits before anything is
+        stored (a refusal stores nothing), then unpacked once, under ``outputs/<name>/<archive name>/``: each
+        of its files is recorded like a copied one (``archive`` names the archive it came from), and later
+        evaluations read them as they are.
+        """
         import shutil
+
+        from reprobook.core import archives
+        limits = archives.Limits.from_env()
+        for paths in files.values():
+            for src in paths:
+                if archives.is_archive(src):
+                    archives.check(src, limits)  # before the run exists: a refused archive leaves nothing behind
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         run = self.create(claim, f"{claim.paper}-{claim.id}-import-{stamp}", source="import", status="importing",
                           parameters=dict(params or {}), imported={"by": who, "at": utcnow(), "machine": machine,
@@ -386,6 +399,17 @@ class RunStore:
                 target = dest / Path(src).name
                 if target.exists():
                     raise ConfigError(f"two files named {Path(src).name!r} for output {output!r}")
+                if archives.is_archive(src):
+                    try:
+                        unpacked = archives.unpack(src, target, limits)
+                    except ReprobookError:
+                        shutil.rmtree(run.path, ignore_errors=True)  # a refusal stores nothing, not half a run
+                        raise
+                    archive = {"name": Path(src).name, "size": Path(src).stat().st_size, "sha256": sha256_file(src)}
+                    records += [{"output": output, "path": str(f.relative_to(run.path)), "size": f.stat().st_size,
+                                 "sha256": sha256_file(f), "original": str(Path(src).resolve()), "archive": archive}
+                                for f in unpacked]
+                    continue
                 shutil.copyfile(src, target)
                 records.append({"output": output, "path": str(target.relative_to(run.path)),
                                 "size": target.stat().st_size, "sha256": sha256_file(target),

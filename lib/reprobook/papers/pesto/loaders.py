@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -225,11 +224,10 @@ def _settings(outputs, label) -> pd.DataFrame:
 
 
 def _unpack(archive: Path, target: Path) -> None:
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(target, filter="data")
-    except (tarfile.TarError, OSError, ValueError) as exc:
-        raise OutputError(f"cannot unpack the archive ({exc})", file=archive) from None
+    # a run imported before archives were unpacked at import still keeps one: unpacked here, within the same
+    # limits (reprobook.core.archives), so that a bomb is refused rather than filling the disk
+    from reprobook.core import archives
+    archives.unpack(archive, target)
 
 
 def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
