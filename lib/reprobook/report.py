@@ -176,9 +176,12 @@ def suggest_badge(claim, outputs, verdict, *, public: bool) -> tuple[str | None,
     kind = outputs.kind if outputs.available else "none"
     if kind in ("none", "reference"):
         if kind == "reference":
-            why = (f"only the authors' shipped outputs were judged ({verdict.says}): that shows the published numbers "
-                   f"match the authors' own files, not that the experiment runs or reproduces; a run of the "
-                   f"experiment is needed for Functional or Reproduced")
+            shows = {Verdict.HOLDS: "that shows the published numbers match the authors' own files",
+                     Verdict.FAILS: "the authors' own files do not support the published numbers",
+                     }.get(verdict.verdict, "the authors' own files could not settle the published numbers")
+            why = (f"only the authors' shipped outputs were judged ({verdict.says}): {shows}, which says nothing of "
+                   f"whether the experiment runs or reproduces; a run of the experiment is needed for Functional or "
+                   f"Reproduced")
         else:
             why = ("no run of the experiment is recorded, and no shipped outputs were judged"
                    + (" (they could not be obtained)" if claim.reference else " (the authors ship none)"))
@@ -223,6 +226,8 @@ def _claim_entry(project_, claim, store) -> dict:
         "differences": differences(facts, claim.authors_machine) if facts else [],
         "requirement_shortfalls": list(o.shortfalls),
         "warnings": list(v.warnings),
+        "findings": list(v.findings),
+        "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": c.reason} for c in v.checks],
         "badge": {"suggested": badge, "reason": why},
     }
 
@@ -255,6 +260,7 @@ def paper_report(paper_id: str) -> dict:
         "repositories": [{"name": r.name, "url": r.url, "commit": r.commit} for r in paper.repositories.values()],
         "claims": claims,
         "verdicts": {k: sum(c["verdict"] == k for c in claims) for k in ("holds", "fails", "inconclusive", "not run")},
+        "findings": sum(len(c["findings"]) for c in claims),
         "badge": {"suggested": suggested,
                   "reason": ("every claim supports it" if suggested == "Reproduced" else
                              f"the badge every claim supports; held at {suggested or 'none'} by "
@@ -366,6 +372,8 @@ def report_markdown(data: dict) -> str:
             lines += ["**Differs from the authors' machine:** " + "; ".join(map(t, c["differences"])) + ".", ""]
         for w in c["warnings"]:
             lines += [f"**Caution:** {t(w)}", ""]
+        for f in c.get("findings") or ():
+            lines += [f"**Finding about the artifact:** {t(f)}", ""]
         lines += [f"**Suggested badge: {c['badge']['suggested'] or 'none'}** — {t(c['badge']['reason'])}.", ""]
     return "\n".join(lines)
 

@@ -74,6 +74,7 @@ class ClaimVerdict:
     wording: str = ""         # the verdict in words when "holds"/"fails" would overstate what was compared
     statement: str = ""       # the claim in one paragraph, shown with the verdict
     scale: str = ""           # the scale of the run judged ("" for a claim without scales; see reprobook.core.scales)
+    findings: tuple[str, ...] = ()   # what the run's own files say about the artifact (two of them disagreeing)
 
     @property
     def says(self) -> str:
@@ -89,7 +90,7 @@ class ClaimVerdict:
         return {"claim": self.claim, "verdict": str(self.verdict), "wording": self.says, "reason": self.reason,
                 "margin": self.margin, "source": self.source, "source_id": self.source_id,
                 "checks": [c.as_dict() for c in self.checks], "warnings": list(self.warnings),
-                **({"scale": self.scale} if self.scale else {})}
+                "findings": list(self.findings), **({"scale": self.scale} if self.scale else {})}
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([c.as_dict() for c in self.checks], columns=["what", "kind", "verdict", "margin", "reason"])
@@ -112,6 +113,8 @@ class ClaimVerdict:
         margin = (f" <span class='reprobook-badge-margin'>margin {self.margin_words}</span>"
                   if self.margin_words != "n/a" else "")
         warn = "".join(f"<p class='reprobook-caution'><b>Caution:</b> {escape(w)}</p>" for w in self.warnings)
+        warn += "".join(f"<p class='reprobook-finding'><b>Finding about the artifact:</b> {escape(f)}</p>"
+                        for f in self.findings)
         return (f"{BADGE_START}<div class='reprobook-badge reprobook-{str(self.verdict).replace(' ', '-')}' "
                 f"style='border-left:6px solid {colour}'>{claim}"
                 f"<p class='reprobook-badge-verdict'>Verdict: <b style='color:{colour}'>{escape(self.says)}</b>"
@@ -794,6 +797,9 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     if measured is None or measured.empty:
         return ClaimVerdict(claim.key, Verdict.NOT_RUN, not_run_reason or "no outputs are available for this claim",
                             None, source, (), warnings)
+    # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
+    # verdict, which is computed from the primary data
+    findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
     results = tuple(_judged(spec, evaluate_check(spec, measured, pub), scale, host_facts, claim.requires, imported)
                     for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
@@ -801,10 +807,10 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     if failing:
         worst = min(failing, key=lambda r: r.margin)
         return ClaimVerdict(claim.key, Verdict.FAILS, f"{worst.what}: {worst.reason}", worst.margin, source, results,
-                            warnings, scale=scale or "")
+                            warnings, scale=scale or "", findings=findings)
     if unsure:
         return ClaimVerdict(claim.key, Verdict.INCONCLUSIVE, f"{unsure[0].what}: {unsure[0].reason}", None,
-                            source, results, warnings, scale=scale or "")
+                            source, results, warnings, scale=scale or "", findings=findings)
     tight = min(results, key=lambda r: r.margin)
     return ClaimVerdict(claim.key, Verdict.HOLDS, f"tightest check — {tight.what}: {tight.reason}", tight.margin,
-                        source, results, warnings, scale=scale or "")
+                        source, results, warnings, scale=scale or "", findings=findings)

@@ -218,6 +218,11 @@ def _settings(outputs, label) -> pd.DataFrame:
             unpacked.append(target)
         frame = _read_settings(outputs, [p for p in paths if p not in archives] + unpacked, label)
         frame.attrs["plot_csvs"] = [c.replace(tmp, "<archive>") for c in frame.attrs.get("plot_csvs", [])]
+        # a finding names a file as the user knows it: inside the archive they imported, not the temporary copy
+        named = frame.attrs.get("findings", [])
+        for i, archive in enumerate(archives):
+            named = [f.replace(str(Path(tmp) / str(i)), archive.name) for f in named]
+        frame.attrs["findings"] = [f.replace(tmp, "<archive>") for f in named]
         frame.attrs["stats_files"] = [c.replace(tmp, "<archive>") for c in frame.attrs.get("stats_files", [])]
         frame.attrs["archives"] = [str(a) for a in archives]
         return frame
@@ -253,13 +258,17 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
             row.update({k: v for k, v in generated.items() if k in COLUMNS or k in BASIL_COLUMNS})
         rows.append(row)
     frame = pd.DataFrame(rows)
+    findings: list[str] = []  # the authors' files of one run disagreeing: shown with the verdict, not an error
     for directory, group in frame.groupby("experiment_dir", sort=True):
         plots = Path(directory) / "plots"
         if (plots / "tput-clients.csv").is_file() and (plots / "lat-tput.csv").is_file():
             ordered = group.sort_values(["series", "point"])
-            parse.check_plot_csvs(plots, ordered)
+            parse.check_plot_csvs(plots, ordered, findings=findings,
+                                  medians=lambda idx=list(ordered.index): [parse.aggregate_value(stats[i], "p50")
+                                                                           for i in idx])
             checked += [str(plots / "tput-clients.csv"), str(plots / "lat-tput.csv")]
     frame.attrs["plot_csvs"] = checked
+    frame.attrs["findings"] = findings
     frame.attrs["stats_files"] = [str(p) for p in stats]
     return frame
 
