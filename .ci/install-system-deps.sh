@@ -3,14 +3,15 @@
 # a real OpenSSH server and client, rsync, Debian's chromium, git and a font,
 # libtirpc-dev, which the patched LMBench of the Ozz claim's live test builds against, and what the Aardvark
 # rehearsal builds from source with (cmake, g++, GMP, autotools for libsodium, numactl for the guide's pinning),
-# and Debian's numpy and gnuplot for the Pequin harness (run_multiple_experiments.py, tested with stand-in binaries).
+# and Debian's numpy and gnuplot for the Pequin harness (run_multiple_experiments.py, tested with stand-in binaries),
+# and ShellCheck, which checks every step script the engine generates.
 # Idempotent: when everything is already there it only makes sure /run/sshd
 # exists (sshd refuses to start as root without it; /run is a tmpfs, so it
 # vanishes at every boot) and returns at once.
 set -euo pipefail
 
 packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core libtirpc-dev
-          cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox)
+          cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox shellcheck)
 
 if [ "$(id -u)" -eq 0 ]; then
     as_root=()
@@ -24,7 +25,7 @@ missing=()
 for f in /usr/sbin/sshd /usr/bin/chromium; do
     [ -x "$f" ] || missing+=("$f")
 done
-for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot; do
+for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot shellcheck; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=("DejaVuSans.ttf")
@@ -33,7 +34,7 @@ done
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=("python3-numpy")
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot present)"
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot, shellcheck present)"
 else
     if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
         echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2

@@ -58,6 +58,70 @@ from reprobook.errors import ConfigError
 STEP_MARKER = "### reprobook step"
 """The prefix of the log line that starts each step (`reprobook.remote.jobs` reads the last one as the current step)."""
 
+
+_HELPERS = r"""
+rb_where() { echo "${RB_HOST:-$(hostname)}"; }
+rb_as_root() {  # command...: run it as root (this user is root, or has passwordless sudo)
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
+}
+rb_need_root() {  # what how: go on when this user can act as root; else stop, naming the host, what and what to do
+  if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then return 0; fi
+  echo "reprobook: on host $(rb_where), $1 needs root, and the user $(id -un) is neither root nor allowed" \
+       "passwordless sudo ('sudo -n true' fails). $2, or give $(id -un) passwordless sudo on $(rb_where)," \
+       "then start the run again (--resume picks it up at this step)." >&2
+  exit 4
+}
+rb_apt_missing() {  # package...: those of them dpkg does not have fully installed (unknown ones included), one a line
+  local p st
+  for p in "$@"; do
+    st=$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null) || st=""
+    [ "$st" = installed ] || printf '%s\n' "$p"
+  done
+}
+rb_apt_install() {  # package...: install with apt-get those not installed, saying which; a clear stop when it cannot
+  local missing log unknown release rc=0
+  missing=$(rb_apt_missing "$@" | tr '\n' ' '); missing=${missing% }
+  if [ -z "$missing" ]; then echo "Debian packages: all $# installed already"; return 0; fi
+  echo "Debian packages to install on $(rb_where): $missing"
+  rb_need_root "installing the Debian packages $missing" "Install them yourself (sudo apt-get install $missing)"
+  log=$(mktemp "${TMPDIR:-/tmp}/reprobook-apt.XXXXXX")
+  # an install cut off half way (apt killed, the host rebooted) leaves dpkg waiting to be finished first
+  rb_as_root env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >> "$log" 2>&1 || true
+  # a fresh cloud node often runs unattended-upgrades at boot: wait for apt's lock rather than fail on it
+  rb_as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >> "$log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ]; then
+    # shellcheck disable=SC2086  # one word per package
+    rb_as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+      --no-install-recommends $missing >> "$log" 2>&1 || rc=$?
+  fi
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$log" >&2
+    unknown=$(sed -n -e "s/^E: Unable to locate package \(.*\)$/\1/p" \
+                     -e "s/^E: Package '\([^']*\)' has no installation candidate$/\1/p" "$log" | tr '\n' ' ')
+    release=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo "this release")
+    if [ -n "$unknown" ]; then
+      echo "reprobook: on host $(rb_where), apt-get has no package ${unknown% } in $release (renamed or dropped in" \
+           "this release?): install an equivalent by hand, or change the step's package list in the paper file," \
+           "then start the run again." >&2
+    else
+      echo "reprobook: on host $(rb_where), apt-get could not install $missing (exit $rc; its last lines are above:" \
+           "no network, a broken source list, or a full disk?). Fix that and start the run again." >&2
+    fi
+    rm -f "$log"; exit 1
+  fi
+  rm -f "$log"
+  missing=$(rb_apt_missing "$@" | tr '\n' ' '); missing=${missing% }
+  if [ -n "$missing" ]; then
+    echo "reprobook: on host $(rb_where), apt-get ended well but $missing are still not installed" >&2; exit 1
+  fi
+  echo "Debian packages installed on $(rb_where): $*"
+}
+"""
+"""Shell functions every step can call, on the run's host, on the hosts of a role and on a guest: ``rb_as_root
+COMMAND...``, ``rb_need_root WHAT HOW`` (a stop that names the host, what needs root and what to do) and
+``rb_apt_install PACKAGE...`` (installs those dpkg does not have, saying which; a host without root or passwordless
+sudo, a package apt does not know, or a failing apt-get stop with a message naming the host and the packages)."""
+
 _PRELUDE = r"""
 rb_force=0
 mkdir -p "$RB_RUN_DIR/steps"
@@ -218,7 +282,7 @@ def _guest_body(step: Step, env: Mapping[str, str]) -> str:
     stdin gets end-of-file, not the rest of its own script).
     """
     q = shlex.quote
-    lines = [f"export {k}={q(v)}" for k, v in env.items()] + ["set -euo pipefail"]
+    lines = [f"export {k}={q(v)}" for k, v in env.items()] + ["set -euo pipefail", _HELPERS]
     if step.cwd:
         lines.append(f"cd {q(step.cwd)}")
     script = "\n".join(lines) + "\n" + step.run.rstrip() + "\n"
@@ -265,7 +329,8 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
     for h in hosts:
         cwd = step.cwd if step.cwd.startswith("/") else f"{h.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
         script = "\n".join([f"export {k}={q(v)}" for k, v in {**env, "RB_WORKDIR": h.workdir, "RB_HOST": h.name}.items()]
-                           + ["set -euo pipefail", f"mkdir -p {q(h.workdir)}", f"cd {q(cwd)}", step.run.rstrip()]) + "\n"
+                           + ["set -euo pipefail", _HELPERS, f"mkdir -p {q(h.workdir)}", f"cd {q(cwd)}",
+                              step.run.rstrip()]) + "\n"
         lines.append(f"rb_par {q(h.name)} {base64.b64encode(script.encode()).decode()}")
     return "\n".join(lines + ["rb_par_wait"])
 
@@ -300,7 +365,7 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     env["GIT_TERMINAL_PROMPT"] = "0"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
-    out.append(_PRELUDE)
+    out.append(_HELPERS + _PRELUDE)
     out.append('export RB_INPUTS="$RB_RUN_DIR/inputs"')
     for name, data in (inputs or {}).items():
         if not name or name.startswith(("/", ".")) or "/" in name or "\0" in name:
