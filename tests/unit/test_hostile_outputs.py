@@ -320,6 +320,8 @@ def test_run_ids_are_literal(mirror, tmp_path):
             store.load(pattern)
     with pytest.raises(ConfigError, match="unknown source"):
         rb.obtain(rb.claim("verus/page-table"), "*")
+    out = subprocess.run(CLI + ["status", "*"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no run '*'" in out.stderr and "live-run-1" not in out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../../../../etc/passwd", "a/../../b", "-oFoo", ""])
