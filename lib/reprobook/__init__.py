@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 # without loading pandas, matplotlib and seaborn.
 _LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "deviations", "evaluate", "evidence",
                                      "glue_verdict", "judge",
-                                     "import_run", "load", "obtain", "plan", "plot", "project", "published",
+                                     "import_run", "facts_script", "load", "obtain", "plan", "plot", "project", "published",
                                      "tolerance")},
          **{name: "core.checks" for name in ("ClaimVerdict", "Verdict")},
          "run_all": "pool",

@@ -385,11 +385,18 @@ def cmd_import(args) -> int:
         if files or len(claim.outputs) != 1:
             raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH")
         files[next(iter(claim.outputs))] = bare
+    from reprobook.sources import facts_from_flags, read_facts
+    facts = read_facts(args.facts) if args.facts else {}
+    facts.update(facts_from_flags(cores=args.cores, os=args.os, memory_gib=args.memory_gib, smt=args.smt,
+                                  numa_nodes=args.numa_nodes, physical_cores_per_socket=args.physical_cores_per_socket))
     run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
-                       params=_parse_params(args.param))
+                       params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
     print(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
           f"(source auto), or name it: --source {run.id}")
+    if not facts:
+        print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
+              "will be inconclusive")
     return 0
 
 
@@ -530,6 +537,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--note", help="anything else a reader should know")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="a claim parameter the outputs were produced with (repeatable)")
+    facts = s.add_argument_group("machine facts", "what the machine was, checked against the claim's requirements "
+                                 "as a live host's probed facts are; without them, checks that depend on the machine "
+                                 "are inconclusive")
+    facts.add_argument("--facts", metavar="FILE", help="the output of the claim's facts script run on that machine "
+                                                       "(key=value lines; rb.facts_script(claim) prints it), or JSON")
+    facts.add_argument("--cores", type=int, help="CPUs online")
+    facts.add_argument("--os", help="\"Family Release\", e.g. \"Ubuntu 20.04\"")
+    facts.add_argument("--memory-gib", type=float, help="memory, GiB")
+    facts.add_argument("--smt", choices=["on", "off"], help="simultaneous multithreading (hyper-threading)")
+    facts.add_argument("--numa-nodes", type=int, help="NUMA nodes")
+    facts.add_argument("--physical-cores-per-socket", type=int, help="physical cores on one socket")
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("trust-host", help="record a host's SSH key after you have checked its fingerprint",

@@ -95,3 +95,21 @@ def test_a_facts_file_made_by_the_probe_on_this_machine(root, tmp_path):
     (tmp_path / "empty.txt").write_text("nothing here\n")
     with pytest.raises(Exception, match="holds no machine facts"):
         sources.read_facts(tmp_path / "empty.txt")
+
+
+def test_the_command_line_records_facts_from_a_file_and_flags(root, mirror, tmp_path):
+    """`reprobook import --facts FILE --cores N`: the flags win over the file; the manifest keeps them."""
+    import json
+    import sys
+    from tests.support.artifacts import VERUS
+    raw = tmp_path / "raw-data.txt"
+    raw.write_bytes((mirror / VERUS / "ironkv/recording/raw-data.txt").read_bytes())
+    (tmp_path / "facts.json").write_text(json.dumps({"cpus": 4, "os": "Windows 11", "os_id": "windows",
+                                                     "os_version": "11"}))
+    out = subprocess.run([sys.executable, "-m", "reprobook.cli", "import", "verus/ironkv", str(raw), "--machine",
+                          "laptop", "--facts", str(tmp_path / "facts.json"), "--cores", "8"],
+                         capture_output=True, text=True, cwd=root, env={**os.environ, "REPROBOOK_ROOT": str(root)})
+    assert out.returncode == 0, out.stderr
+    run = rb.obtain(rb.claim("verus/ironkv"), "auto")
+    assert dict(run.host_facts) == {"cpus": 8, "os": "Windows 11", "os_id": "windows", "os_version": "11"}
+    assert str(rb.check(rb.claim("verus/ironkv"), rb.load(rb.claim("verus/ironkv"), run), run).verdict) == "holds"
