@@ -266,8 +266,9 @@ def run_all(paper: str, hosts: Iterable[str] | str, *, project: Project | None =
         raise ConfigError(f"no claim to run has parameter(s) {', '.join(unknown)} (they have: "
                           f"{', '.join(sorted(known)) or 'none'})")
     per_claim = {key: {k: v for k, v in params.items() if k in project.claim(key).parameters} for key in pool.assigned}
+    from reprobook.core.plan import make_plan
     for key, p in per_claim.items():
-        project.claim(key).resolve_params(p)  # ill-typed values refused before anything starts
+        make_plan(project.claim(key), p)  # ill-typed values refused before anything starts
     if on_plan is not None:
         on_plan(pool)
     t0 = time.monotonic()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 from reprobook.core import artifacts
+from reprobook.core.plan import make_plan
 from reprobook.core.config import Claim, Project
 from reprobook.errors import ArtifactError, ConfigError, OutputError
 from reprobook.core.runs import Run, RunStore
@@ -234,7 +235,7 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
         raise ConfigError("no files to import")
     store = RunStore(project.settings.runs_dir)
     run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
-                             params=claim.resolve_params(params))
+                             params=make_plan(claim, params).params)
     if facts:
         run.update(host_facts={"imported": dict(facts)})
     return run
@@ -246,7 +247,7 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
     """The outputs for ``claim`` from ``source`` (see the module doc)."""
     store = RunStore(project.settings.runs_dir)
     if source == "auto":
-        run = store.latest(claim, params=claim.resolve_params(params))
+        run = store.latest(claim, params=make_plan(claim, params).params)
         if run is not None:
             return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
         if not claim.reference:

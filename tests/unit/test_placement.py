@@ -129,7 +129,8 @@ def test_steps_of_a_role_run_on_each_of_its_hosts_with_their_names(tmp_path):
     script = build_script(paper, claim, specs["c0"], {}, str(tmp_path / "rd"), placement=p, members=specs)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "ssh").write_text('#!/bin/bash\nwhile [ "$1" != -- ]; do h=$1; shift; done; shift\n'
+    # options first, then `--`, the host and the command (no value can be read as an option)
+    (bin_dir / "ssh").write_text('#!/bin/bash\nwhile [ "$1" != -- ]; do shift; done; shift; h=$1; shift\n'
                                  'echo "(ssh to $h)"; exec bash -c "$*"\n')
     (bin_dir / "ssh").chmod(0o755)
     res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,

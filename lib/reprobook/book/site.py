@@ -34,6 +34,7 @@ from typing import Callable, Iterator
 
 from reprobook.book import execution
 from reprobook.core import verdicts
+from reprobook.core.plan import make_plan
 from reprobook.core.config import Project
 from reprobook.errors import ReprobookError
 from reprobook.core.runs import MANIFEST, RunStore
@@ -71,7 +72,7 @@ def fingerprints(project: Project) -> dict[str, str]:
         config = paper.path.read_bytes()
         mine = []
         for claim in paper.claims.values():
-            latest = store.latest(claim, params=claim.resolve_params({}))
+            latest = store.latest(claim, params=make_plan(claim).params)
             fp = _h(common, config, claim.key, latest.id if latest else "no-run")
             pages[f"notebooks/{paper.id}/{claim.id}.ipynb"] = fp
             mine.append(fp)

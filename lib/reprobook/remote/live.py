@@ -450,14 +450,16 @@ def resume(project: Project, run_id: str, *, progress: bool = True, poll_s: floa
     run = _live_run(project, run_id)
     claim = project.paper(run.manifest["paper"]).claim(run.manifest["claim"])
     where = (run.manifest.get("placement") or {}).get("cluster") or run.manifest["host"]
-    recorded = run.manifest.get("parameters") or {}
-    given = run.manifest.get("given")
-    if given is None:  # recorded before `given` was: the values that differ from the defaults
-        defaults = claim.resolve_params({})
-        given = [k for k, v in recorded.items() if claim.resolve_params({k: v})[k] != defaults.get(k)]
+    asked = (run.manifest.get("plan") or {}).get("asked")
+    if asked is None:  # recorded before runs kept their plan
+        recorded = run.manifest.get("parameters") or {}
+        given = run.manifest.get("given")
+        if given is None:  # recorded before `given` was: the values that differ from the defaults
+            defaults = make_plan(claim).params
+            given = [k for k, v in recorded.items() if make_plan(claim, {k: v}).params[k] != defaults.get(k)]
+        asked = {k: recorded[k] for k in given if k in recorded}
     # only what was asked for explicitly: a default is not a choice, and the hosts adapt the rest again
-    return perform(project, claim, where, {k: recorded[k] for k in given if k in recorded}, run_id=run_id,
-                   progress=progress, poll_s=poll_s)
+    return perform(project, claim, where, asked, run_id=run_id, progress=progress, poll_s=poll_s)
 
 
 def _live_run(project: Project, run_id: str) -> Run:
