@@ -63,10 +63,12 @@ def fixture(tmp_path, bed, monkeypatch):
 
 
 def _wait_for(pred, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
+    """``pred()`` once it is true; give up after ``timeout`` seconds, naming ``what`` was waited for and how long."""
+    start = time.monotonic()
+    deadline = start + timeout
     while time.monotonic() < deadline:
         got = pred()
         if got:
             return got
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"gave up waiting for {what} after {time.monotonic() - start:.0f} s (limit {timeout:.0f} s)")
