@@ -32,6 +32,22 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
         print("  ".join(str(r.get(c, "")).ljust(width[c]) for c in cols))
 
 
+def _print_json(rows: list[dict]) -> None:
+    """``rows`` as one JSON array on stdout (the fields each command's --help documents)."""
+    print(json.dumps(rows, indent=1, ensure_ascii=False))
+
+
+CLAIMS_JSON = ("claims --json prints one JSON array, an object per claim with the fields: claim (paper/claim), "
+               "paper, id, title, refs (the paper's sections and figures, a list of strings), machine (what a host "
+               "needs, a list of strings; empty: any), roles (role name to the number of hosts in words; empty: one "
+               "host), expected_minutes (of a live run; null when the guide gives none) and authors_outputs (true "
+               "when the authors' outputs can be checked).")
+RUNS_JSON = ("runs --json prints one JSON array, an object per run, newest first, with the fields: id, claim "
+             "(paper/claim), source (live, import, or the source evaluated: reference, a run id), host (null when none), status "
+             "(e.g. succeeded, failed, running), verdict (holds, fails, inconclusive, not run; null before one), "
+             "parameters (name to value) and created (ISO 8601, UTC).")
+
+
 # --------------------------------------------------------------------------- commands
 
 def cmd_claims(args) -> int:
@@ -46,6 +62,14 @@ def cmd_claims(args) -> int:
                          if c.roles else ""),
                      "live run": c.expected_time or "-",
                      "authors' outputs": "yes" if c.reference else "no"})
+    if args.json:
+        claims = [c for c in project.all_claims() if not args.paper or c.paper == args.paper]
+        _print_json([{"claim": c.key, "paper": c.paper, "id": c.id, "title": c.title, "refs": list(c.refs),
+                      "machine": list(c.requires.describe()),
+                      "roles": {r.name: r.count_words for r in c.roles.values()},
+                      "expected_minutes": c.expected_minutes or None,
+                      "authors_outputs": bool(c.reference)} for c in claims])
+        return 0
     _print_table(rows, ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"])
     return 0
 
@@ -265,7 +289,13 @@ def cmd_runs(args) -> int:
     rows = [{"run id": r.id, "claim": f"{r.manifest['paper']}/{r.manifest['claim']}", "source": r.manifest.get("source"),
              "host": r.manifest.get("host", "-"), "status": r.status, "verdict": r.manifest.get("verdict", "-"),
              "created": r.manifest.get("created")} for r in runs]
-    _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
+    if args.json:
+        _print_json([{"id": r.id, "claim": f"{r.manifest['paper']}/{r.manifest['claim']}",
+                      "source": r.manifest.get("source"), "host": r.manifest.get("host"), "status": r.status,
+                      "verdict": r.manifest.get("verdict"), "parameters": r.manifest.get("parameters") or {},
+                      "created": r.manifest.get("created")} for r in runs])
+    else:
+        _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
     for note in notes:
         print(f"reprobook: {note}", file=sys.stderr)
     for path in RunStore(project.settings.runs_dir).unreadable(claim):
@@ -405,6 +435,24 @@ def cmd_trust_host(args) -> int:
     return trust_host(_project(), args.host, assume_yes=args.yes)
 
 
+def cmd_cloudlab(args) -> int:
+    from reprobook import cloudlab
+    project = _project()
+    if args.cloudlab_command == "import":
+        return cloudlab.import_manifest(project, args.manifest, args.cluster, user=args.user, roles_file=args.roles,
+                                        claim_key=args.claim, workdir=args.workdir, assume_yes=args.yes,
+                                        check=not args.no_check)
+    text, nodes = cloudlab.make_profile(project, args.target, args.scale, rspec=args.rspec)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {'the request RSpec' if args.rspec else 'the profile'} of {args.target} ({args.scale} scale, "
+              f"{sum(len(n.names) for n in nodes)} nodes: " + "; ".join(
+                  f"{n.role} {len(n.names)} x {n.hardware_type or 'any type'}" for n in nodes) + f") to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_book(args) -> int:
     from reprobook.book.site import build
     from reprobook.core.config import find_root
@@ -424,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
-                       "references, machine needs and the expected time of a live run.")
+                       "references, machine needs and the expected time of a live run.", epilog=CLAIMS_JSON)
     s.add_argument("paper", nargs="?", help="only this paper (e.g. aardvark)")
+    s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_claims)
 
     s = sub.add_parser("run", help="run one claim and print its verdict",
@@ -491,8 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("runs", help="list recorded runs", description="List the runs in the run store.")
+    s = sub.add_parser("runs", help="list recorded runs", description="List the runs in the run store.",
+                       epilog=RUNS_JSON)
     s.add_argument("claim", nargs="?", help="only runs of this paper/claim")
+    s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_runs)
 
     s = sub.add_parser("status", help="show a run's state", description="Show a run's recorded state and, for a "
@@ -558,6 +609,43 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="do not ask (only after checking the fingerprint)")
     s.set_defaults(func=cmd_trust_host)
 
+    s = sub.add_parser("cloudlab", help="a CloudLab profile per claim or paper; an experiment's manifest into hosts.yaml",
+                       description="From a CloudLab account to a checked cluster: `profile` writes the geni-lib script "
+                                   "(or request RSpec) to start an experiment for a claim or a paper in the portal; "
+                                   "`import` reads the experiment's manifest back into configs/hosts.yaml and an SSH "
+                                   "config file, records the host keys and checks every host.")
+    cl = s.add_subparsers(dest="cloudlab_command", required=True, metavar="ACTION")
+    c = cl.add_parser("profile", help="write a CloudLab profile for a claim or a paper",
+                      description="A geni-lib script: one node per host of each role, named as the harness expects, "
+                                  "with the hardware type and disk image of the claim's machine section, on one LAN; "
+                                  "portal parameters set each role's hardware type and (where it may vary) count.")
+    c.add_argument("target", help="paper/claim, or a paper (its live claims packed on one experiment)")
+    c.add_argument("--scale", choices=["paper", "rehearsal"], default="paper",
+                   help="paper: the guide's hosts; rehearsal: the fewest each role takes (default: paper)")
+    c.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    c.add_argument("--rspec", action="store_true", help="the request RSpec instead (the portal takes it as an upload)")
+    c.set_defaults(func=cmd_cloudlab)
+    c = cl.add_parser("import", help="read an experiment's manifest into hosts.yaml, then check every host",
+                      description="Read the manifest (the experiment's Manifest tab, or `portal-cli experiment "
+                                  "manifests get`), write the cluster into configs/hosts.yaml ($REPROBOOK_HOSTS) "
+                                  "leaving the rest of the file as it was, write an SSH config file that ~/.ssh/config "
+                                  "includes, record unknown host keys (showing each fingerprint) and check every host "
+                                  "at once. Exit 2 for a file that is not a usable manifest (nothing written), 1 when "
+                                  "a host does not answer or falls short.")
+    c.add_argument("manifest", help="the manifest XML")
+    c.add_argument("--cluster", required=True, help="the cluster's name in hosts.yaml (an earlier import of it is replaced)")
+    c.add_argument("--user", help="your CloudLab user, when the nodes carry a login per project member")
+    c.add_argument("--roles", type=Path, metavar="FILE", help="YAML: role -> node names (default: from the claim, "
+                   "else from the names: server-0 -> server)")
+    c.add_argument("--claim", help="paper/claim whose roles the node names must fill (refused when they do not), and "
+                   "whose requirements the check judges")
+    c.add_argument("--workdir", default="/local/reprobook", help="the hosts' workdir (default: /local/reprobook, "
+                   "which the profile creates)")
+    c.add_argument("--yes", action="store_true", help="record unknown host keys without asking (their fingerprints "
+                   "are printed; only where you trust the network path, as on a fresh experiment)")
+    c.add_argument("--no-check", action="store_true", help="write only; no host keys, no check")
+    c.set_defaults(func=cmd_cloudlab)
+
     s = sub.add_parser("book", help="build the website into _build/html",
                        description="Build the book with Jupyter Book (warnings are errors; a failing notebook "
                                    "fails the build). A page re-executes only when its code or its data changed "
@@ -571,7 +659,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone; if so, stdout is pointed at /dev/null so that Python's own flush at
+    exit does not fail on it again."""
+    try:
+        sys.stdout.flush()
+        return False
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return True
+
+
 def main(argv=None) -> int:
+    """The command line; a reader that stops reading early (`reprobook claims | head -1`) ends it quietly, with
+    exit 0, as `ls | head` ends."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return 0
+
+
+def _main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     # paramiko logs transport failures (with tracebacks) from its own thread; reprobook reports
     # them once, as an error naming the host and the fix

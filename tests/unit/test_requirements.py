@@ -238,7 +238,7 @@ def test_debian_12_is_met_by_bookworm_whose_pretty_name_differs():
 
 def test_names_list_every_requirement_then_the_free_text():
     assert names() == ["cores", "physical_cores_per_socket", "memory_gib", "disk_gib", "numa_nodes", "smt", "docker",
-                       "os", "commands", "kvm", "files", "testbed", "why"]
+                       "os", "commands", "kvm", "files", "cloudlab", "testbed", "why"]
 
 
 def test_claim_wins_per_key_over_the_papers_machine():

@@ -585,6 +585,43 @@ class Files(Requirement):
         return f"needs {what} " + _and(f"{p} ({why.get(found.get(p), found.get(p))})" for p in missing)
 
 
+class _CloudLabNodes(dict):
+    """The ``cloudlab`` value: a plain mapping (JSON as it is) that can be hashed, as `Requirements` must be."""
+
+    def __hash__(self):
+        return hash(tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(self.items())))
+
+
+@register
+class CloudLab(Requirement):
+    """The CloudLab nodes a guide names: read by ``reprobook cloudlab profile``, never judged against a host.
+
+    ``hardware_type`` lists the node types in the guide's order of preference, ``disk_image`` is the
+    image's URN (else one follows from ``os``), and, for a role, ``names`` are its hosts' names at the
+    paper's scale, as the harness expects them.
+    """
+
+    name = "cloudlab"
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        "hardware_type": {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                          "minItems": 1},
+        "disk_image": {"type": "string", "pattern": r"^urn:publicid:IDN\+[^\s<>&\"']+$"},
+        "names": {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                  "minItems": 1},
+    }}
+    expects = "a mapping with hardware_type (a list), disk_image (a URN) and, for a role, names (a list)"
+    example = "{hardware_type: [d6515, c220g2], disk_image: 'urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD'}"
+
+    def coerce(self, value):
+        return _CloudLabNodes({k: tuple(v) if isinstance(v, list) else v for k, v in value.items()})
+
+    def describe(self, value):
+        return None  # where to get a machine, not what it must have: the pages say it in the testbed's words
+
+    def shortfall(self, value, facts):
+        return None
+
+
 # --------------------------------------------------------------------------- configured values
 
 def _validated(name: str, value: Any, *, file, key: str) -> Any:

@@ -1,0 +1,757 @@
+"""CloudLab: a profile per claim or paper, and the experiment's manifest read back into ``hosts.yaml``.
+
+``reprobook cloudlab profile CLAIM|PAPER`` writes a geni-lib script (a CloudLab *profile*) with one
+node per host of each role, named as the harness expects, on one LAN; the hardware type and disk
+image come from the ``cloudlab`` entry of the claim's machine section (its ``os`` gives the image
+when none is named), and portal parameters let the evaluator change each role's hardware type and
+count. ``--rspec`` writes the request RSpec the portal would build from it.
+
+``reprobook cloudlab import MANIFEST.xml --cluster NAME`` reads the manifest the portal shows (an
+untrusted file: parsed with ``defusedxml``, no DTD entity of any kind), writes the cluster into
+``hosts.yaml`` with a line-based edit that leaves every other entry and comment as it was, writes an
+SSH config file (short name -> HostName, User, Port) that ``~/.ssh/config`` includes, records
+unknown host keys through `reprobook.remote.trust.trust_host`, and checks every host at once.
+
+What real manifests hold (``../shared/cloudlab/README.md``): the root's ``type`` says ``request``
+even for a manifest, so a manifest is recognised by its nodes' ``<host>``/``<login>``; a node may
+carry one ``<login>`` per project member; ``<hardware_type name="pc"/>`` hides the real type in
+``emulab:vnode``; a disk image may be absent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import yaml
+
+from reprobook.errors import ConfigError, ReprobookError
+
+RSPEC_NS = "http://www.geni.net/resources/rspec/3"
+EMULAB_NS = "http://www.protogeni.net/resources/rspec/ext/emulab/1"
+_RSPEC_NAMESPACES = (RSPEC_NS, "http://www.protogeni.net/resources/rspec/2")
+MAX_MANIFEST_BYTES = 64 << 20
+"""A manifest of a thousand nodes is a few MB; anything past this is refused before parsing."""
+
+# what may go into hosts.yaml and an SSH config line from an untrusted file: no space, quote or newline
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+
+IMAGE_PREFIX = "urn:publicid:IDN+emulab.net+image+emulab-ops//"
+_OS_IMAGES = {"Ubuntu 18.04": "UBUNTU18-64-STD", "Ubuntu 20.04": "UBUNTU20-64-STD",
+              "Ubuntu 22.04": "UBUNTU22-64-STD", "Ubuntu 24.04": "UBUNTU24-64-STD"}
+"""CloudLab's standard images for the systems a guide names (its ``os``), when it names no image."""
+
+DEFAULT_WORKDIR = "/local/reprobook"
+"""Where runs live on a node: its local disk (the profile creates it; /users is NFS, shared by the nodes)."""
+
+
+class ManifestRefused(ConfigError):
+    """A manifest that cannot be imported; the message names the file and what is wrong with it."""
+
+
+# --------------------------------------------------------------------------- reading a manifest
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a manifest, as reprobook reaches it."""
+
+    name: str                 # the profile's client_id: the short name, the harness's
+    hostname: str             # <host name=...> (the experiment's name), else the login's host name
+    user: str
+    port: int
+    hardware_type: str = ""
+    disk_image: str = ""
+    ipv4: str = ""
+    physical: str = ""        # <login hostname=...>: the machine
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    nodes: tuple[Node, ...]
+    experiment: str = ""
+    project: str = ""
+
+
+def _q(ns: str, tag: str) -> str:
+    return f"{{{ns}}}{tag}"
+
+
+def _refuse(path, what: str) -> ManifestRefused:
+    return ManifestRefused(f"{path}: not imported: {what}; configs/hosts.yaml was not changed")
+
+
+def read_manifest(path: str | Path, *, user: str | None = None) -> Manifest:
+    """Read a CloudLab manifest into its `Node` s, refusing anything that is not one.
+
+    Parameters
+    ----------
+    path : path
+        The manifest (XML, as the portal shows it or ``portal-cli experiment manifests get`` writes it).
+    user : str, optional
+        The login to use where a node carries one per project member.
+
+    Raises
+    ------
+    ManifestRefused
+        Malformed XML, an entity or DTD declaration (an entity bomb or external entity), a root that
+        is not an RSpec, no nodes, a node without a way in (a request RSpec), several logins and no
+        ``user``, or a value that could not be written safely; the message names the file.
+    """
+    import defusedxml
+    import defusedxml.ElementTree as DET
+    from xml.etree.ElementTree import ParseError
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ManifestRefused(f"{path}: cannot read the manifest: {exc.strerror}") from None
+    if size > MAX_MANIFEST_BYTES:
+        raise _refuse(path, f"{size} bytes, more than a manifest's {MAX_MANIFEST_BYTES >> 20} MiB")
+    try:
+        root = DET.parse(str(path), forbid_dtd=False, forbid_entities=True, forbid_external=True).getroot()
+    except defusedxml.EntitiesForbidden as exc:
+        if exc.sysid or exc.pubid:
+            raise _refuse(path, f"it declares an external entity {exc.name!r} ({exc.sysid or exc.pubid}); a "
+                                f"manifest has none, and reading it would open that file or address") from None
+        raise _refuse(path, f"it declares an entity {exc.name!r}; a manifest has none (entities are how an "
+                            f"'entity bomb' expands a small file into gigabytes)") from None
+    except defusedxml.DefusedXmlException as exc:
+        raise _refuse(path, f"it holds XML a manifest never has ({exc})") from None
+    except ParseError as exc:
+        raise _refuse(path, f"malformed XML ({exc})") from None
+    ns = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
+    if root.tag.rsplit("}", 1)[-1] != "rspec" or ns not in _RSPEC_NAMESPACES:
+        raise _refuse(path, f"its root element is {root.tag!r}, not a GENI RSpec ({{{RSPEC_NS}}}rspec): "
+                            f"this is not a CloudLab manifest")
+    nodes_xml = root.findall(_q(ns, "node"))
+    if not nodes_xml:
+        raise _refuse(path, "the manifest has no <node>: the experiment holds no machine (or this is a "
+                            "manifest of links only)")
+    experiment = project = ""
+    portal = root.find(_q(EMULAB_NS, "portal"))
+    if portal is not None:
+        experiment, project = portal.get("experiment", ""), portal.get("project", "")
+    nodes, seen = [], set()
+    for i, n in enumerate(nodes_xml):
+        nodes.append(_node(path, ns, n, i, user))
+        if nodes[-1].name in seen:
+            raise _refuse(path, f"node {nodes[-1].name!r} appears twice")
+        seen.add(nodes[-1].name)
+    return Manifest(path, tuple(nodes), experiment, project)
+
+
+def _node(path: Path, ns: str, n, i: int, user: str | None) -> Node:
+    name = n.get("client_id") or ""
+    where = f"node {name!r}" if name else f"node {i + 1} (no client_id)"
+    if not _NAME.match(name):
+        raise _refuse(path, f"{where}: its client_id is not a host name reprobook can use (letters, digits, '.', "
+                            f"'_', '-'; at most 63)")
+    logins = [lg for s in n.findall(_q(ns, "services")) for lg in s.findall(_q(ns, "login"))]
+    host_el = n.find(_q(ns, "host"))
+    if not logins and host_el is None:
+        raise _refuse(path, f"{where} has neither <login> nor <host>: this is a request RSpec (a profile's), not "
+                            f"the manifest of a running experiment; take the manifest from the experiment's page "
+                            f"(Manifest tab) or `portal-cli experiment manifests get`")
+    users = list(dict.fromkeys(lg.get("username", "") for lg in logins if lg.get("username")))
+    if user:
+        chosen = [lg for lg in logins if lg.get("username") == user]
+        if not chosen:
+            raise _refuse(path, f"{where} has no login for user {user!r} (its logins: {', '.join(users) or 'none'})")
+        login = chosen[0]
+    elif len(users) > 1:
+        raise _refuse(path, f"{where} has a login per project member ({', '.join(users)}): name yours with --user")
+    elif logins:
+        login = logins[0]
+    else:
+        raise _refuse(path, f"{where} has no <login>: name the user to log in as with --user")
+    login_user = (login.get("username") if login is not None else None) or user or ""
+    physical = login.get("hostname", "") if login is not None else ""
+    hostname = (host_el.get("name") if host_el is not None else "") or physical
+    try:
+        port = int(login.get("port", "22") if login is not None else 22)
+    except ValueError:
+        raise _refuse(path, f"{where}: its login's port {login.get('port')!r} is not a number") from None
+    for what, value, rx in (("user", login_user, _USER), ("host name", hostname, _HOSTNAME)):
+        if not rx.match(value or ""):
+            raise _refuse(path, f"{where}: its {what} {value!r} is not one reprobook can write into an SSH config")
+    if not 0 < port < 65536:
+        raise _refuse(path, f"{where}: port {port} is out of range")
+    hw_el = n.find(_q(ns, "hardware_type"))
+    hw = hw_el.get("name", "") if hw_el is not None else ""
+    vnode = n.find(_q(EMULAB_NS, "vnode"))
+    if (not hw or hw == "pc") and vnode is not None and vnode.get("hardware_type"):
+        hw = vnode.get("hardware_type")  # "pc" is the class; the portal puts the real type here
+    img = n.find(f"{_q(ns, 'sliver_type')}/{_q(ns, 'disk_image')}")
+    return Node(name, hostname, login_user, port, hw, img.get("name", "") if img is not None else "",
+                host_el.get("ipv4", "") if host_el is not None else "", physical)
+
+
+# --------------------------------------------------------------------------- roles
+
+def roles_from_names(names: Sequence[str]) -> dict[str, list[str]]:
+    """Roles by name when no claim or roles file says: ``server-3``/``node7`` -> ``server``/``node``."""
+    out: dict[str, list[str]] = {}
+    for n in names:
+        role = re.sub(r"(?:[-_.]?\d+)+$", "", n) or n
+        out.setdefault(role, []).append(n)
+    return out
+
+
+def role_names(project, claim, scale: str = "paper") -> dict[str, list[str]]:
+    """Each role of ``claim`` -> its hosts' names, as the harness expects them, at ``scale``.
+
+    The names come from the role's ``cloudlab.names`` (the paper's scale); a rehearsal takes the
+    fewest hosts the role accepts. Roles without names are ``<role>`` (one host) or ``<role>-<i>``.
+    """
+    roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
+    out = {}
+    for r, spec in roles.items():
+        names = list(_cloudlab(project, claim, r).get("names") or ())
+        if scale == "rehearsal" or not names:
+            count = spec.min
+        else:
+            count = len(names) if spec.max is None else min(max(len(names), spec.min), spec.max)
+        out[r] = [names[i] if i < len(names) else (r if count == 1 and i == 0 else f"{r}-{i}") for i in range(count)]
+    return out
+
+
+def roles_for_claim(path: Path, project, claim, names: Sequence[str]) -> dict[str, list[str]]:
+    """Map a manifest's node ``names`` onto ``claim``'s roles, or refuse naming the missing roles and counts."""
+    expected = role_names(project, claim, "paper")
+    left = list(names)
+    out: dict[str, list[str]] = {}
+    roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
+    for r, wanted in expected.items():
+        # a role's hosts: its own names, then <role>-<i> and <role> (beyond the guide's names)
+        pat = re.compile(rf"^{re.escape(r)}(?:-\d+)?$")
+        mine = [n for n in left if n in wanted or pat.match(n)]
+        out[r] = mine
+        left = [n for n in left if n not in mine]
+    problems = []
+    for r, spec in roles.items():
+        n = len(out[r])
+        if n < spec.min or (spec.max is not None and n > spec.max):
+            problems.append(f"role {r!r} takes {spec.count_words} and the manifest has {n} "
+                            f"(named {', '.join(expected[r][:6])}{', ...' if len(expected[r]) > 6 else ''})")
+    if problems:
+        raise _refuse(path, f"its nodes do not match the roles of {claim.key}: " + "; ".join(problems)
+                      + (f"; nodes of no role: {', '.join(left)}" if left else ""))
+    return out
+
+
+def read_roles_file(path: Path, names: Sequence[str]) -> dict[str, list[str]]:
+    """A ``--roles`` YAML file: ``role: [node, ...]``, every node a node of the manifest."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the roles file: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) and v for v in data.values()):
+        raise ConfigError(f"{path}: expected a mapping of role names to lists of node names, e.g. "
+                          f"'server: [us-east-1-0, us-east-1-1]'")
+    known = set(names)
+    for role, members in data.items():
+        for m in members:
+            if str(m) not in known:
+                raise ConfigError(f"{path}: role {role!r} names {m!r}, which the manifest has no node of "
+                                  f"(its nodes: {', '.join(list(names)[:8])}{', ...' if len(names) > 8 else ''})")
+    return {str(r): [str(m) for m in v] for r, v in data.items()}
+
+
+# --------------------------------------------------------------------------- hosts.yaml, line by line
+
+def _top_sections(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Top-level key -> (first line, end line) of its section (comments at column 0 end no section)."""
+    starts = [(i, m.group(1)) for i, line in enumerate(lines)
+              if (m := re.match(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:", line))]
+    out = {}
+    for k, (i, key) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(lines)
+        out[key] = (i, end)
+    return out
+
+
+def _entries(lines: list[str], start: int, end: int) -> tuple[int, dict[str, tuple[int, int]]]:
+    """The child indent of a block section and each child key -> (first line, end line)."""
+    indent, keys = 0, {}
+    cur, cur_start = None, 0
+    for i in range(start + 1, end):
+        line = lines[i]
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        ind = len(line) - len(line.lstrip(" "))
+        if not indent:
+            indent = ind
+        if ind == indent:
+            m = re.match(r"^\s*([^:#\s][^:#]*?)\s*:", line)
+            if cur is not None:
+                keys[cur] = (cur_start, _last_content(lines, cur_start, i) + 1)
+            cur, cur_start = (m.group(1).strip("'\"") if m else None), i
+    if cur is not None:
+        keys[cur] = (cur_start, _last_content(lines, cur_start, end) + 1)
+    return indent or 2, keys
+
+
+def _last_content(lines, start, end) -> int:
+    """The last line before ``end`` that belongs to the entry at ``start`` (trailing comments stay outside)."""
+    last = start
+    for i in range(start, end):
+        s = lines[i].strip()
+        if s and not (s.startswith("#") and not lines[i].startswith(" " * 4)):
+            last = i
+    return last
+
+
+def _edit_section(lines: list[str], key: str, remove: set[str], add: list[str]) -> list[str]:
+    """``lines`` with the entries ``remove`` of top-level section ``key`` taken out and ``add`` appended to it."""
+    sections = _top_sections(lines)
+    if key not in sections:
+        return lines + ([] if not lines or lines[-1].strip() == "" else [""]) + [f"{key}:"] + add
+    start, end = sections[key]
+    head = lines[start]
+    rest = head.split(":", 1)[1].split("#", 1)[0].strip()
+    if rest and rest not in ("{}", "~", "null"):
+        # a flow mapping ({a: ...}): written out in block style, the same entries
+        data = yaml.safe_load(head) or {}
+        body = yaml.safe_dump({k: v for k, v in (data.get(key) or {}).items() if k not in remove},
+                              sort_keys=False, default_flow_style=False).splitlines() if data.get(key) else []
+        body = ["  " + b for b in body if b.strip() != "{}"]
+        return lines[:start] + [f"{key}:"] + body + add + lines[start + 1:]
+    if rest:
+        lines = lines[:start] + [f"{key}:"] + lines[start + 1:]
+    _, entries = _entries(lines, start, end)
+    drop = set()
+    for name, (a, b) in entries.items():
+        if name in remove:
+            drop.update(range(a, b))
+    # where the replaced entries were (an import again changes nothing else), else after the last entry
+    at = min(drop) if drop else max([start] + [b - 1 for (a, b) in entries.values()]) + 1
+    return ([ln for i, ln in enumerate(lines[:at]) if i not in drop] + add
+            + [ln for i, ln in enumerate(lines[at:], at) if i not in drop])
+
+
+def _yaml_entry(name: str, value: Mapping, indent: int = 2) -> list[str]:
+    text = yaml.safe_dump({name: dict(value)}, sort_keys=False, default_flow_style=False, width=10_000)
+    return [" " * indent + line for line in text.splitlines()]
+
+
+@dataclass
+class Written:
+    hosts_file: Path
+    ssh_config: Path
+    include_in: Path
+    hosts: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def write_cluster(hosts_path: Path, cluster: str, manifest: Manifest, roles: Mapping[str, Sequence[str]], *,
+                  workdir: str = DEFAULT_WORKDIR, ssh_config: Path | None = None) -> Written:
+    """Write ``cluster`` into ``hosts_path`` (replacing an earlier import of it) and its SSH config file.
+
+    Every other host, cluster and comment is left as it was. A host name that another cluster uses
+    is refused. The new text is validated (`reprobook.core.config.load_hosts`) before it replaces
+    the file, in one rename.
+    """
+    from reprobook.core.config import load_hosts
+    hosts_path = Path(hosts_path)
+    text = hosts_path.read_text() if hosts_path.exists() else ""
+    data = yaml.safe_load(text) or {}
+    hosts = data.get("hosts") or {}
+    clusters = data.get("clusters") or {}
+    old = clusters.get(cluster) or {}
+    old_members = {m for ms in (old.get("roles") or {}).values() for m in ms}
+    others = {m: c for c, v in clusters.items() if c != cluster for ms in (v.get("roles") or {}).values() for m in ms}
+    by_name = {n.name: n for n in manifest.nodes}
+    clash = [f"{n} (in cluster {others[n]!r})" for n in by_name if n in others]
+    if clash:
+        raise ManifestRefused(f"{manifest.path}: not imported: {hosts_path} has host(s) of the same name in another "
+                              f"cluster: {', '.join(clash)}; remove that cluster first, or import into it; "
+                              f"{hosts_path} was not changed")
+    if cluster in hosts:
+        raise ManifestRefused(f"{manifest.path}: not imported: {cluster!r} names a host of {hosts_path}; pick "
+                              f"another --cluster name; {hosts_path} was not changed")
+    where = (f"CloudLab experiment {manifest.experiment} of {manifest.project}" if manifest.experiment
+             else "CloudLab")
+    new_entries = []
+    for n in manifest.nodes:
+        target = f"{n.user}@{n.hostname}" + ("" if n.port == 22 else f":{n.port}")
+        desc = f"{where}, {n.hardware_type or 'hardware type not in the manifest'}" + (
+            f" ({n.physical})" if n.physical and n.physical != n.hostname else "")
+        new_entries += _yaml_entry(n.name, {"ssh": target, "workdir": workdir, "description": desc})
+    gone = sorted(m for m in old_members if m not in by_name and m not in others)
+    replaced = sorted(m for m in by_name if m in hosts)
+    lines = text.splitlines()
+    lines = _edit_section(lines, "hosts", set(by_name) | set(gone), new_entries)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cluster_entry = _yaml_entry(cluster, {"description": f"{where}: {len(manifest.nodes)} nodes, imported from "
+                                                         f"{manifest.path.name} at {stamp}",
+                                          "roles": {r: list(ms) for r, ms in roles.items()}})
+    lines = _edit_section(lines, "clusters", {cluster}, cluster_entry)
+    new_text = "\n".join(lines) + "\n"
+    tmp = hosts_path.with_name(f".{hosts_path.name}.cloudlab-{os.getpid()}")
+    hosts_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(new_text)
+    try:
+        load_hosts(tmp)  # the schema and every cluster's members, as any command would read it
+    except ReprobookError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{hosts_path}: the imported cluster would not load ({exc}); the file was not changed") from None
+    ssh_cfg, include_in = _write_ssh_config(cluster, manifest, ssh_config)
+    os.replace(tmp, hosts_path)
+    return Written(hosts_path, ssh_cfg, include_in, [n.name for n in manifest.nodes], replaced, gone)
+
+
+def _write_ssh_config(cluster: str, manifest: Manifest, ssh_config: Path | None) -> tuple[Path, Path]:
+    """The cluster's SSH config file beside the user's, and an ``Include`` of it at the top of the user's."""
+    user_cfg = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
+    out = user_cfg.parent / "reprobook" / f"{cluster}.conf"
+    out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lines = [f"# Written by `reprobook cloudlab import` from {manifest.path.name} (cluster {cluster}); the next",
+             "# import of the cluster rewrites it. Host keys live in known_hosts, recorded by `reprobook trust-host`.", ""]
+    for n in manifest.nodes:
+        lines += [f"Host {n.name}", f"    HostName {n.hostname}", f"    User {n.user}", f"    Port {n.port}", ""]
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(lines))
+    os.replace(tmp, out)
+    include = f"Include {out}"
+    current = user_cfg.read_text() if user_cfg.exists() else ""
+    if include not in current.splitlines():
+        # at the top: an Include after a Host block would apply to that block only
+        user_cfg.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        user_cfg.write_text(f"{include}\n" + current)
+    return out, user_cfg
+
+
+# --------------------------------------------------------------------------- host keys and the check
+
+def unknown_keys(project, names: Sequence[str]) -> list[str]:
+    """The hosts among ``names`` whose key is in none of the known_hosts files their SSH config names."""
+    import paramiko
+    from reprobook.remote.hosts import SshHost
+    out = []
+    for name in names:
+        conn = SshHost(project.hosts.host(name), project.settings.ssh_config)._make_connection()
+        keys = paramiko.HostKeys()
+        for f in (conn.ssh_config.get("userknownhostsfile") or "~/.ssh/known_hosts").split():
+            p = Path(os.path.expanduser(f))
+            if p.is_file():
+                try:
+                    keys.load(str(p))
+                except (OSError, paramiko.SSHException):
+                    pass
+        entry = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
+        if keys.lookup(entry) is None:
+            out.append(name)
+    return out
+
+
+def record_keys(project, names: Sequence[str], *, assume_yes: bool) -> dict[str, int]:
+    """`trust_host` for each host whose key is not yet known: it shows the fingerprint and asks (or ``--yes``)."""
+    from reprobook.remote.trust import trust_host
+    todo = unknown_keys(project, names)
+    if not todo:
+        return {}
+    if not assume_yes and not sys.stdin.isatty():
+        print(f"{len(todo)} host key(s) not recorded yet ({', '.join(todo[:5])}{', ...' if len(todo) > 5 else ''}): no "
+              f"terminal to confirm on; check the fingerprints and pass --yes, or `reprobook trust-host NAME` each")
+        return {n: 2 for n in todo}
+    got = {}
+    if assume_yes:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
+            futures = {n: pool.submit(_trust_one, trust_host, project, n) for n in todo}
+        got = {n: f.result() for n, f in futures.items()}
+    else:
+        for n in todo:
+            got[n] = _trust_one(trust_host, project, n, assume_yes=False)
+    return got
+
+
+def _trust_one(trust_host, project, name, assume_yes=True) -> int:
+    try:
+        return trust_host(project, name, assume_yes=assume_yes)
+    except ReprobookError as exc:
+        print(f"host {name}: key not recorded: {exc}")
+        return 2
+
+
+def check_cluster(project, cluster: str, claim=None) -> tuple[int, list[str]]:
+    """Probe every host of ``cluster`` at once; per host its facts and shortfalls, or why it did not answer.
+
+    Unlike a run's survey, an unreachable host does not stop the others being reported. Returns the
+    exit code (0 every host answers and meets its role's requirements, 1 otherwise) and the report.
+    """
+    from reprobook.core.requirements import Requirements, shortfalls
+    from reprobook.remote.group import on_each
+    from reprobook.remote.placement import Placement, open_hosts, requirements_of
+    c = project.hosts.clusters[cluster]
+    placement = Placement({r: tuple(ms) for r, ms in c.roles.items()}, next(iter(c.roles)), cluster)
+    hosts = open_hosts(project, placement.hosts)
+    t0 = time.monotonic()
+
+    def one(host):
+        reqs = requirements_of(claim, placement, host.name) if claim else [Requirements()]
+        facts = host.facts(reqs)
+        return facts, list(dict.fromkeys(s for r in reqs for s in shortfalls(facts, r)))
+    try:
+        got = on_each(hosts, one)
+    finally:
+        for h in hosts.values():
+            h.close()
+    took = time.monotonic() - t0
+    lines, bad = [], 0
+    for name in placement.hosts:
+        roles = ", ".join(placement.roles_of(name))
+        r = got[name]
+        if isinstance(r, Exception):
+            bad += 1
+            lines.append(f"  {name} ({roles}): not reachable: {getattr(r, 'message', r)}")
+            continue
+        facts, short = r
+        bad += bool(short)
+        lines.append(f"  {name} ({roles}): {facts.get('cpus')} CPUs, {facts.get('os') or 'OS unknown'}, "
+                     + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+    head = (f"cluster {cluster}: {len(placement.hosts) - sum('not reachable' in ln for ln in lines)} of "
+            f"{len(placement.hosts)} hosts answered ({took:.2f} s, in parallel)")
+    tail = ((f"{claim.key}: " if claim else "") + ("every host answers" + (" and meets its role's requirements"
+                                                                             if claim else "")
+                                                   if not bad else f"{bad} host(s) did not answer or fall short"))
+    return (1 if bad else 0), [head, *lines, tail]
+
+
+def import_manifest(project, path, cluster: str, *, user: str | None = None, roles_file: Path | None = None,
+                    claim_key: str | None = None, workdir: str = DEFAULT_WORKDIR, assume_yes: bool = False,
+                    check: bool = True, out=print) -> int:
+    """``reprobook cloudlab import``: read, map roles, write, record keys, check. Returns the exit code."""
+    from reprobook.core.config import load_project
+    path = Path(path)
+    if not _NAME.match(cluster or ""):
+        raise ConfigError(f"--cluster {cluster!r}: a cluster name is letters, digits, '.', '_' and '-'")
+    t0 = time.monotonic()
+    manifest = read_manifest(path, user=user)
+    names = [n.name for n in manifest.nodes]
+    claim = project.claim(claim_key) if claim_key else None
+    if roles_file:
+        roles = read_roles_file(roles_file, names)
+    elif claim is not None:
+        roles = roles_for_claim(path, project, claim, names)
+    else:
+        roles = roles_from_names(names)
+    written = write_cluster(project.hosts.path, cluster, manifest, roles, workdir=workdir,
+                            ssh_config=project.settings.ssh_config)
+    took = time.monotonic() - t0
+    hw = {}
+    for n in manifest.nodes:
+        hw[n.hardware_type or "?"] = hw.get(n.hardware_type or "?", 0) + 1
+    out(f"cluster {cluster}: {len(names)} hosts written into {written.hosts_file} ({took:.2f} s; "
+        + ", ".join(f"{r}: {len(m)}" for r, m in roles.items()) + "; "
+        + ", ".join(f"{k} x{v}" for k, v in sorted(hw.items())) + ")"
+        + (f"; replaced {len(written.replaced)}" if written.replaced else "")
+        + (f"; removed {', '.join(written.removed)} (no longer in the experiment)" if written.removed else ""))
+    out(f"SSH config: {written.ssh_config} (included from {written.include_in}): `ssh {names[0]}` reaches "
+        f"{manifest.nodes[0].hostname}")
+    if not check:
+        return 0
+    project = load_project(project.root)
+    record_keys(project, names, assume_yes=assume_yes)
+    code, report = check_cluster(project, cluster, claim)
+    for line in report:
+        out(line)
+    return code
+
+
+# --------------------------------------------------------------------------- profiles
+
+@dataclass(frozen=True)
+class RoleNodes:
+    role: str
+    names: tuple[str, ...]
+    hardware_type: str
+    disk_image: str
+    fixed_count: bool        # the claim takes exactly this many (no count parameter)
+    min: int = 1
+    max: int | None = 1
+
+
+def _cloudlab(project, claim, role: str | None = None) -> dict:
+    """The ``cloudlab`` entry for ``role`` of ``claim``: the paper's, then the claim's, then the role's keys."""
+    paper = project.paper(claim.paper)
+    out: dict = {}
+    for reqs in (getattr(paper, "machine", None), claim.requires,
+                 claim.role(role).requires if role and claim.roles else None):
+        if reqs is not None:
+            out.update(reqs.get("cloudlab") or {})
+    return out
+
+
+def disk_image_for(reqs_os: Sequence[str], named: str = "") -> str:
+    """The image's URN: the one named, else CloudLab's standard image of the first system the guide names."""
+    if named:
+        return named
+    for o in reqs_os or ():
+        if o in _OS_IMAGES:
+            return IMAGE_PREFIX + _OS_IMAGES[o]
+    return ""
+
+
+def nodes_for_claim(project, claim, scale: str = "paper") -> list[RoleNodes]:
+    """The nodes of ``claim``'s profile, role by role."""
+    if scale not in ("paper", "rehearsal"):
+        raise ConfigError(f"--scale {scale!r}: paper or rehearsal")
+    out = []
+    roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
+    for r, names in role_names(project, claim, scale).items():
+        cl = _cloudlab(project, claim, r)
+        reqs = roles[r].requires or claim.requires
+        hw = (cl.get("hardware_type") or ("",))[0]
+        out.append(RoleNodes(r, tuple(names), hw, disk_image_for(reqs.get("os"), cl.get("disk_image", "")),
+                             roles[r].min == roles[r].max, roles[r].min, roles[r].max))
+    return out
+
+
+def live_claims(project, paper: str | None = None):
+    """The claims that run live (they have steps), of one paper or all."""
+    return [c for c in project.all_claims() if (paper is None or c.paper == paper) and (c.run or c.setup)]
+
+
+def nodes_for_paper(project, paper: str, scale: str = "paper") -> list[RoleNodes]:
+    """The nodes a paper's live claims need on one experiment, as the pool packs them.
+
+    The pool runs one claim at a time per host, so claims that ask for the same node (same name,
+    hardware type and image) share it; a claim asking for another hardware type or image gets its
+    own node, named after the first claim that needs it.
+    """
+    project.paper(paper)
+    merged: dict[tuple, RoleNodes] = {}
+    for c in live_claims(project, paper):
+        for rn in nodes_for_claim(project, c, scale):
+            if not c.roles:  # a single-host claim: a node per hardware type and image
+                key = ("node", rn.hardware_type, rn.disk_image)
+                if key not in merged:
+                    k = sum(1 for m in merged if m[0] == "node")
+                    merged[key] = RoleNodes("node", (f"node-{k}",), rn.hardware_type, rn.disk_image, True)
+                continue
+            key = ("role", rn.role, rn.hardware_type, rn.disk_image)
+            if key not in merged or len(rn.names) > len(merged[key].names):
+                merged[key] = rn
+    # one name per node across the experiment
+    seen, out = set(), []
+    for rn in merged.values():
+        names = tuple(n if n not in seen else f"{n}-{len(seen)}" for n in rn.names)
+        seen.update(names)
+        out.append(RoleNodes(rn.role, names, rn.hardware_type, rn.disk_image, rn.fixed_count, rn.min, rn.max))
+    return out
+
+
+def _pyname(role: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", role)
+
+
+def profile_script(title: str, nodes: Sequence[RoleNodes], *, about: str = "") -> str:
+    """A geni-lib profile: a parameter per role for its hardware type (and count where it may vary), one LAN."""
+    roles = [{"role": rn.role, "names": list(rn.names), "hardware_type": rn.hardware_type,
+              "disk_image": rn.disk_image, "count": len(rn.names), "fixed": rn.fixed_count,
+              "min": rn.min, "max": rn.max} for rn in nodes]
+    params = []
+    for r in roles:
+        p = _pyname(r["role"])
+        params.append(f"pc.defineParameter({('hw_' + p)!r}, {('Hardware type of the ' + r['role'] + ' nodes (empty: any)')!r}, "
+                      f"portal.ParameterType.NODETYPE, {r['hardware_type']!r})")
+        if not r["fixed"]:
+            params.append(f"pc.defineParameter({('n_' + p)!r}, {('How many ' + r['role'] + ' nodes')!r}, "
+                          f"portal.ParameterType.INTEGER, {r['count']})")
+    doc = (f'"""{title}\n\n{about}\n\nWritten by `reprobook cloudlab profile`. Instructions: when the experiment is '
+           f'ready, download its manifest and run `reprobook cloudlab import MANIFEST.xml --cluster NAME`.\n"""')
+    lines = [
+        doc.replace("\\", "\\\\"),
+        "",
+        "import geni.portal as portal",
+        "import geni.rspec.pg as pg",
+        "",
+        f"ROLES = {roles!r}",
+        f"WORKDIR = {DEFAULT_WORKDIR!r}",
+        "",
+        "pc = portal.Context()",
+        *params,
+        "params = pc.bindParameters()",
+        "for r in ROLES:",
+        "    if not r['fixed']:",
+        "        n = getattr(params, 'n_' + ''.join(ch if ch.isalnum() else '_' for ch in r['role']))",
+        "        if n < r['min'] or (r['max'] is not None and n > r['max']):",
+        "            pc.reportError(portal.ParameterError('the %s role takes %s to %s nodes' % (r['role'], r['min'], r['max'] or 'any number of'), ['n_' + r['role']]))",
+        "pc.verifyParameters()",
+        "",
+        "request = pc.makeRequestRSpec()",
+        "lan = request.LAN('lan')",
+        "for r in ROLES:",
+        "    key = ''.join(ch if ch.isalnum() else '_' for ch in r['role'])",
+        "    count = r['count'] if r['fixed'] else getattr(params, 'n_' + key)",
+        "    hw = getattr(params, 'hw_' + key)",
+        "    for i in range(count):",
+        "        name = r['names'][i] if i < len(r['names']) else '%s-%d' % (r['role'], i)",
+        "        node = request.RawPC(name)",
+        "        if hw:",
+        "            node.hardware_type = hw",
+        "        if r['disk_image']:",
+        "            node.disk_image = r['disk_image']",
+        "        lan.addInterface(node.addInterface('if0'))",
+        "        # runs live on the node's local disk (/users is NFS, shared by every node)",
+        "        node.addService(pg.Execute(shell='sh', command='sudo mkdir -p %s && sudo chmod 1777 %s' % (WORKDIR, WORKDIR)))",
+        "",
+        "pc.printRequestRSpec(request)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def request_rspec(nodes: Sequence[RoleNodes]) -> str:
+    """The request RSpec of the profile with its default parameters (what the portal accepts as an upload)."""
+    from xml.etree import ElementTree as ET
+    ET.register_namespace("", RSPEC_NS)
+    ET.register_namespace("emulab", EMULAB_NS)
+    root = ET.Element(_q(RSPEC_NS, "rspec"), {"type": "request"})
+    lan = []
+    for rn in nodes:
+        for name in rn.names:
+            node = ET.SubElement(root, _q(RSPEC_NS, "node"), {"client_id": name, "exclusive": "true"})
+            sliver = ET.SubElement(node, _q(RSPEC_NS, "sliver_type"), {"name": "raw-pc"})
+            if rn.disk_image:
+                ET.SubElement(sliver, _q(RSPEC_NS, "disk_image"), {"name": rn.disk_image})
+            if rn.hardware_type:
+                ET.SubElement(node, _q(RSPEC_NS, "hardware_type"), {"name": rn.hardware_type})
+            ET.SubElement(node, _q(RSPEC_NS, "interface"), {"client_id": f"{name}:if0"})
+            services = ET.SubElement(node, _q(RSPEC_NS, "services"))
+            ET.SubElement(services, _q(RSPEC_NS, "execute"), {
+                "shell": "sh", "command": f"sudo mkdir -p {DEFAULT_WORKDIR} && sudo chmod 1777 {DEFAULT_WORKDIR}"})
+            lan.append(f"{name}:if0")
+    link = ET.SubElement(root, _q(RSPEC_NS, "link"), {"client_id": "lan"})
+    for iface in lan:
+        ET.SubElement(link, _q(RSPEC_NS, "interface_ref"), {"client_id": iface})
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
+
+
+def make_profile(project, target: str, scale: str = "paper", *, rspec: bool = False) -> tuple[str, list[RoleNodes]]:
+    """The profile (or request RSpec) of a claim (``paper/claim``) or a paper, and its nodes."""
+    if "/" in target:
+        claim = project.claim(target)
+        nodes = nodes_for_claim(project, claim, scale)
+        title = f"reprobook: {claim.key} ({scale} scale)"
+        about = (claim.requires.testbed or "").strip()
+    else:
+        nodes = nodes_for_paper(project, target, scale)
+        if not nodes:
+            raise ConfigError(f"paper {target!r} has no claim that runs live: no profile to write")
+        title = f"reprobook: the live claims of {target} on one experiment ({scale} scale)"
+        about = ""
+    return (request_rspec(nodes) if rspec else profile_script(title, nodes, about=about)), nodes
