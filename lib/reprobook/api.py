@@ -32,11 +32,13 @@ def claim(key: str) -> Claim:
     """A claim by ``paper/claim``, e.g. ``aardvark/validator-throughput``.
 
     In a notebook (the first call every claim page makes) it also has tables shown without
-    pandas' index, scrolling within their cell (`reprobook.book.pages.show_tables`). That is done
+    pandas' index, scrolling within their cell (`reprobook.book.pages.show_tables`), and figures
+    as PNGs that carry their alt text and caption (`reprobook.book.pages.show_figures`). That is done
     here rather than on import: the book's kernels are forked from a process that imported
     the library before any notebook shell existed.
     """
     pages.show_tables()
+    pages.show_figures()  # each plot's PNG carries its alt text and caption, for the website
     return project().claim(key)
 
 

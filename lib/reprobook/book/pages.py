@@ -103,6 +103,30 @@ def show_tables() -> None:
     shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
+def show_figures() -> None:
+    """In an IPython kernel, show every matplotlib figure as a PNG that carries its alt text and caption.
+
+    `reprobook.book.plots.figure_png` writes them into the PNG; the book's Sphinx extension reads them
+    back. The inline backend registers its own PNG formatter when it is first imported, so it is
+    imported here first, and this one replaces it (outside IPython, nothing happens).
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the kernel
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import contextlib
+
+    from matplotlib.figure import Figure
+
+    from reprobook.book.plots import figure_png
+    with contextlib.suppress(ImportError):  # not a Jupyter kernel's backend (a terminal IPython): formats as is
+        import matplotlib_inline.backend_inline  # noqa: F401 - its import registers its formatter: ours must follow
+    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m reprobook.book.pages [--check] NOTEBOOK…``: give each notebook its layout tags (or list the misfits)."""
     import argparse

@@ -39,6 +39,7 @@ NOT_RUN = "no measured data: not run"
 PALETTE = "colorblind"
 RUN_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
 RUN_LINES = ("-", "--", ":", "-.")
+HUE_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "*", "h")
 FACETS = ("col", "row")
 _PUBLISHED_MARK = dict(marker="D", pointsize=10, fill=False, stroke=1.8)
 
@@ -192,6 +193,11 @@ class _Layout:
         return dict(zip(self.run_labels, sns.color_palette(PALETTE, len(self.run_labels))))
 
     @property
+    def hue_markers(self) -> dict:
+        """Each hue level's marker, so that colour is never the only thing telling the levels apart."""
+        return {level: HUE_MARKERS[i % len(HUE_MARKERS)] for i, level in enumerate(self.hue_levels)}
+
+    @property
     def run_styles(self) -> dict:
         """Each run's marker and line style (one run: a circle and a solid line)."""
         return {r: (RUN_MARKERS[i % len(RUN_MARKERS)], RUN_LINES[i % len(RUN_LINES)])
@@ -259,9 +265,10 @@ def _x_scale(layout: _Layout, x: str, logx: bool):
 
 def _legend_handles(layout: _Layout, band_label: str) -> list:
     """One legend for the plot: the hue's colours, each run's style, published (hollow) and the band."""
-    handles = [Line2D([], [], color=c, marker="o", linestyle="-" if layout.numeric else "none", label=str(level))
-               for level, c in layout.palette.items()] if layout.hue else []
     many = len(layout.run_labels) > 1
+    markers = layout.hue_markers if not many else {}
+    handles = [Line2D([], [], color=c, marker=markers.get(level, "o"), linestyle="-" if layout.numeric else "none",
+                      label=str(level)) for level, c in layout.palette.items()] if layout.hue else []
     for run, (marker, dash) in layout.run_styles.items():
         handles.append(Line2D([], [], color=layout.run_colours[run], marker=marker,
                               linestyle=dash if layout.numeric else "none",
@@ -305,8 +312,10 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
         if layout.numeric:
             p = p.add(so.Line(linewidth=1.6), so.Agg(), data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
                       **({"linestyle": SERIES} if many else {}))
+        by_hue = not many and coloured(layout.runs)  # one run, several hue levels: each its marker as well as colour
         p = p.add(so.Dot(pointsize=7), *(dodge if coloured(layout.runs) else ()), data=layout.runs, x=x, y=y,
-                  legend=False, **facets, **run_hue, **({"marker": SERIES} if many else {}))
+                  legend=False, **facets, **run_hue,
+                  **({"marker": SERIES} if many else {"marker": layout.hue} if by_hue else {}))
     if not layout.points.empty:
         if not layout.hue:
             p = p.add(so.Dot(**_PUBLISHED_MARK, color="0.2" if many else "C0"), data=layout.points, x=x, y=y,
@@ -324,6 +333,8 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
         p = p.scale(color=so.Nominal(layout.palette, order=layout.hue_levels))
     elif many:
         p = p.scale(color=so.Nominal(layout.run_colours))
+    if layout.hue and not many and coloured(layout.runs):
+        p = p.scale(marker=so.Nominal(layout.hue_markers, order=layout.hue_levels))
     if many:
         p = p.scale(marker=so.Nominal({r: m for r, (m, _) in layout.run_styles.items()}),
                     linestyle=so.Nominal({r: d for r, (_, d) in layout.run_styles.items()}))
@@ -473,6 +484,13 @@ def claim_figure(claim: Claim, measured, **overrides) -> plt.Figure:
     plot is a subfigure holding its grid.
     """
     args = [_claim_args(claim, measured, i, overrides) for i in range(max(1, len(claim.plots)))]
+    words = claim_plot_words(claim, measured, args)
+    fig = _claim_figure(args)
+    setattr(fig, TEXT_ATTR, words)  # the page's alt text and caption (figure_png)
+    return fig
+
+
+def _claim_figure(args: Sequence[Mapping]) -> plt.Figure:
     layouts = [_layout(a["measured"], a["published"], x=a["x"], y=a["y"], hue=a["hue"], col=a["col"], row=a["row"],
                        wrap=a["wrap"], band=a["band"], order=a["order"]) for a in args]
     if not any(lay.facets for lay in layouts):
@@ -487,3 +505,127 @@ def claim_figure(claim: Claim, measured, **overrides) -> plt.Figure:
     for a, sub in zip(args, subfigs):
         overlay(**a, on=sub)
     return fig
+
+
+# --------------------------------------------------------------------------- words for a plot
+
+TEXT_ATTR = "reprobook_text"
+"""The attribute of a figure holding its ``(alt, caption)``, set by `claim_figure` (others are described from their axes)."""
+
+
+def _num(v) -> str:
+    """A number as a reader says it: three significant digits, thousands grouped (2,950, not 2.95e+03)."""
+    if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
+        return str(v)
+    return f"{float(f'{v:.3g}'):,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+def _span(values) -> str:
+    vals = [float(v) for v in values if isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    return f"{_num(lo)}" if lo == hi else f"from {_num(lo)} to {_num(hi)}"
+
+
+def _words(items, limit: int = 8) -> str:
+    items = [str(i) for i in items]
+    if len(items) > limit:
+        items = [*items[:limit], f"{len(items) - limit} more"]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
+
+
+def claim_plot_words(claim: Claim, measured, args: Sequence[Mapping]) -> tuple[str, str]:
+    """The text alternative and the caption of `claim_figure`'s plots, from the data it draws.
+
+    The alternative says, per plot, what is plotted against what, how many points were measured (which
+    series, their range), the published values (how many, their range) and the accepted band; the
+    caption names the claim and how to read the marks (solid measured, hollow published, shaded band).
+    """
+    sentences, banded = [], False
+    for a in args:
+        layout = _layout(a["measured"], a["published"], x=a["x"], y=a["y"], hue=a["hue"], col=a["col"], row=a["row"],
+                         wrap=a["wrap"], band=a["band"], order=a["order"])
+        y, x = a["ylabel"] or a["y"], a["xlabel"] or a["x"]
+        what = f"{y} against {x}"
+        if layout.facets:
+            what += ", in panels by " + " and ".join(layout.facets.values())
+        if layout.hue:
+            what += f", one colour and marker per {layout.hue} ({_words(layout.hue_levels)})"
+        if layout.runs.empty:
+            said = f"{what}: nothing was measured (not run)"
+        else:
+            runs = (f" from {len(layout.run_labels)} runs ({_words(layout.run_labels)}), each with its own marker "
+                    f"and line style" if len(layout.run_labels) > 1 else "")
+            said = f"{what}: {len(layout.runs)} measured points{runs}, {_span(layout.runs[a['y']])}"
+        published = [*layout.points.get(a["y"], []), *layout.lines.get(a["y"], [])]
+        if published:
+            said += (f"; {len(published)} published value{'s' if len(published) != 1 else ''} "
+                     f"(hollow diamonds or dashed lines), {_span(published)}")
+        else:
+            said += "; no published value to compare with"
+        if not layout.band.empty:
+            banded = True
+            said += f"; shaded where measured: {a['band_label']}"
+        sentences.append(said[0].upper() + said[1:] + ".")
+    alt = " ".join(sentences)
+    caption = (f"{claim.title}: measured values as solid markers, the paper's as hollow diamonds"
+               + (", the range the checks accept shaded" if banded else "") + ".")
+    return alt, caption
+
+
+def _legend_labels(fig) -> dict:
+    """Legend texts per axes (a figure-level legend counts for every axes of its figure or subfigure)."""
+    out = {}
+    def walk(f):
+        shared = [t.get_text() for leg in getattr(f, "legends", []) for t in leg.get_texts()]
+        for ax in getattr(f, "_localaxes", []) or []:
+            leg = ax.get_legend()
+            out[ax] = [t.get_text() for t in leg.get_texts()] if leg else list(shared)
+        for sub in getattr(f, "subfigs", []) or []:
+            walk(sub)
+    walk(fig)
+    return out
+
+
+def figure_words(fig) -> tuple[str, str]:
+    """``(alt, caption)`` of a matplotlib figure: as `claim_figure` set them, else from its axes' titles, labels and legends."""
+    given = getattr(fig, TEXT_ATTR, None)
+    if given:
+        return given
+    legends = _legend_labels(fig)
+    panels, titles = [], []
+    for ax in fig.axes:
+        if not (ax.has_data() or ax.texts) or not ax.get_visible():
+            continue
+        title = ax.get_title()
+        titles += [title] if title else []
+        said = f"{ax.get_ylabel() or 'values'} against {ax.get_xlabel() or 'x'}"
+        labels = [t for t in legends.get(ax, []) if t and not t.startswith("_")]
+        if labels:
+            said += f", series {_words(labels, 12)}"
+        notes = [t.get_text() for t in ax.texts if "not run" in t.get_text()]
+        if notes:
+            said += f" ({notes[0]})"
+        panels.append((f"{title}: " if title else "") + said)
+    suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""
+    if not panels:
+        return "An empty plot.", suptitle or "An empty plot."
+    head = f"A plot of {len(panels)} panels: " if len(panels) > 1 else "A plot of "
+    alt = head + "; ".join(panels) + "."
+    caption = suptitle or (_words(titles, 6) + "." if titles else "")
+    if not caption:
+        caption = panels[0].split(":")[0] if len(panels) == 1 else f"{len(panels)} panels."
+        caption = caption[0].upper() + caption[1:] + ("" if caption.endswith(".") else ".")
+    return alt, caption
+
+
+def figure_png(fig) -> str | None:
+    """The figure as base64 PNG for a notebook, with its words inside (PNG ``Title``: caption, ``Description``: alt).
+
+    The book's Sphinx extension (`reprobook.book.sphinxext`) reads them back to give the page's image its
+    alt text and a caption; the notebook's own bytes carry them, so they cannot drift from the image.
+    """
+    from IPython.core.pylabtools import print_figure
+    alt, caption = figure_words(fig)
+    return print_figure(fig, "png", base64=True, metadata={"Title": caption, "Description": alt})

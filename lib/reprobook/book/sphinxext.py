@@ -7,6 +7,11 @@ page's title, so a reader sees the claim and its verdict (with margin, source an
 before anything else; the checks table stays where the notebook put it. The badge comes from
 the page's own output, so it can never disagree with the page, whichever way the book was built.
 Nothing changes in JupyterLab, where the notebook shows it in order.
+
+Each page also loses what it would load for nothing (`prune_assets`): sphinx-thebe's scripts (the
+book has no launch button, and the theme wrote its configuration script twice, a script error on
+every page) and, on a page that renders no widget, the widgets' saved state and the two scripts
+MyST-NB fetches from CDNs to show it (the control panel's HTML fallback is what the website shows).
 """
 
 from __future__ import annotations
@@ -38,8 +43,94 @@ def lift_badge(doctree: nodes.document) -> bool:
     return False
 
 
+def png_words(path: Path) -> tuple[str, str] | None:
+    """The ``(alt, caption)`` a PNG carries (`reprobook.book.plots.figure_png`), or None."""
+    try:
+        from PIL import Image
+        with Image.open(path) as image:
+            text = dict(getattr(image, "text", {}) or {})
+    except (OSError, ValueError, ImportError):
+        return None
+    alt, caption = text.get("Description", "").strip(), text.get("Title", "").strip()
+    return (alt, caption) if alt else None
+
+
+def caption_plots(doctree: nodes.document, locate) -> int:
+    """Give each notebook plot of ``doctree`` its alt text and a caption, from the words its PNG carries.
+
+    ``locate(uri)`` is the image's file. The image becomes a figure (class ``reprobook-plot``) with the
+    caption under it. Returns how many plots were captioned.
+    """
+    done = 0
+    for image in list(doctree.findall(nodes.image)):
+        if isinstance(image.parent, nodes.figure):
+            continue
+        path = locate(image.get("uri", ""))
+        words = png_words(path) if path else None
+        if not words:
+            continue
+        alt, caption = words
+        image["alt"] = alt
+        figure = nodes.figure("", classes=["reprobook-plot"])
+        figure["ids"].append(f"plot-{done + 1}")  # Sphinx numbers figures (numfig): each needs an id
+        image.replace_self(figure)
+        figure += image
+        if caption:
+            figure += nodes.caption(caption, caption)
+        done += 1
+    return done
+
+
 def _doctree_read(app, doctree) -> None:
     lift_badge(doctree)
+    srcdir = Path(app.srcdir)
+    here = Path(app.env.doc2path(app.env.docname)).parent
+
+    def locate(uri: str) -> Path | None:
+        if not uri or "://" in uri or uri.startswith("data:"):
+            return None
+        for path in ((srcdir / uri.lstrip("/")) if uri.startswith("/") else here / uri, srcdir / uri):
+            if path.suffix.lower() == ".png" and path.is_file():
+                return path
+        return None
+
+    caption_plots(doctree, locate)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _unused(asset, *, widgets_shown: bool, widget_scripts) -> bool:
+    name = str(getattr(asset, "filename", "") or "")
+    attrs = getattr(asset, "attributes", {}) or {}
+    if "thebe" in name or "THEBE_JS_URL" in str(attrs.get("body", "")):
+        return True
+    if widgets_shown:
+        return False
+    return attrs.get("type") == WIDGET_STATE or name in widget_scripts
+
+
+def prune_assets(script_files: list, css_files: list, body: str, widget_scripts=()) -> list[str]:
+    """Drop from a page's assets (in place) what it loads for nothing; return what was dropped.
+
+    Thebe's scripts and style always; the widget state and the scripts that render it (``widget_scripts``,
+    MyST-NB's ``nb_ipywidgets_js``) when ``body`` shows no widget view.
+    """
+    shown = WIDGET_VIEW in body
+    dropped = []
+    for files in (script_files, css_files):
+        for asset in list(files):
+            if _unused(asset, widgets_shown=shown, widget_scripts=set(widget_scripts)):
+                files.remove(asset)
+                dropped.append(str(getattr(asset, "filename", "") or "inline script"))
+    return dropped
+
+
+def _page_context(app, pagename, templatename, context, doctree) -> None:
+    if "script_files" in context and "css_files" in context:
+        prune_assets(context["script_files"], context["css_files"], context.get("body", ""),
+                     getattr(app.config, "nb_ipywidgets_js", {}) or {})
 
 
 def _config_inited(app, config) -> None:
@@ -49,5 +140,7 @@ def _config_inited(app, config) -> None:
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("doctree-read", _doctree_read)
+    app.connect("html-page-context", _page_context, priority=900)  # after MyST-NB adds the page's scripts
     app.add_css_file("reprobook.css")
+    app.add_js_file("reprobook.js", loading_method="defer")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
