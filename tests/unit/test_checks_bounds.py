@@ -154,3 +154,75 @@ def test_grows_with_judges_its_points_not_the_ends_of_the_run():
     assert r.verdict is Verdict.FAILS and "op=create: 13.29 at cores=1 to 12.77 at cores=2" in r.reason
     r = evaluate_check(spec("grows_with", x="cores", **{"from": 1, "to": 32}, by=["op"], min_gain=2), data, PUB)
     assert r.verdict is Verdict.HOLDS and "delete" in r.reason and "2 times the lower bound" not in r.reason
+
+
+# --------------------------------------------------------------------------- repeated trials (issue 26)
+
+import itertools  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+def _trials(values_by_point):
+    return pd.DataFrame([{"op": op, "trial": i, "v": x} for op, xs in values_by_point.items() for i, x in enumerate(xs)])
+
+
+def _exact_margins(values_by_point, check):
+    """Every resample of every point's trials (with replacement, order kept as drawn), judged: the exact bootstrap
+    distribution of the check's margin, each outcome with its probability."""
+    points = list(values_by_point)
+    choices = [list(itertools.product(values_by_point[p], repeat=len(values_by_point[p]))) for p in points]
+    out = []
+    for combo in itertools.product(*choices):
+        data = pd.DataFrame([{"op": p, "v": float(np.mean(xs))} for p, xs in zip(points, combo)])
+        out.append(evaluate_check(check, data, {}).margin)
+    return np.array(out, dtype=float)
+
+
+@pytest.mark.parametrize("values, minimum, verdict", [
+    ({"a": [10.0, 11.0, 12.0], "b": [20.0, 21.0]}, 9.0, Verdict.HOLDS),      # every resample holds
+    ({"a": [10.0, 11.0, 12.0], "b": [20.0, 21.0]}, 13.0, Verdict.FAILS),     # every resample fails
+    ({"a": [8.0, 10.0, 14.0], "b": [20.0, 21.0]}, 10.5, Verdict.INCONCLUSIVE),
+])
+def test_an_interval_verdict_agrees_with_brute_force_resampling(values, minimum, verdict):
+    plain = spec("at_least", min=minimum)
+    exact = _exact_margins(values, plain)
+    lo, hi = np.quantile(exact, [0.025, 0.975])
+    r = evaluate_check(spec("at_least", min=minimum, trials="trial"), _trials(values), {}, resamples=500)
+    assert r.verdict is verdict, r.reason
+    assert r.trials == 2 and r.interval is not None
+    width = exact.max() - exact.min()
+    assert r.interval[0] == pytest.approx(lo, abs=0.1 * width) and r.interval[1] == pytest.approx(hi, abs=0.1 * width)
+    expected = Verdict.HOLDS if lo >= 0 else Verdict.FAILS if hi < 0 else Verdict.INCONCLUSIVE
+    assert expected is verdict
+    if verdict is Verdict.INCONCLUSIVE:
+        assert "spans 0" in r.reason and "trials per point would likely settle it" in r.reason
+
+
+def test_one_outlier_trial_makes_a_mean_inconclusive_not_a_flip_and_a_median_sees_through_it():
+    values = {"a": [1.13, 1.12, 1.14, 1.13, 1.12, 1.14, 1.13, 1.13, 3.0]}   # one noisy trial on a shared machine
+    data = _trials(values)
+    mean = evaluate_check(spec("at_most", max=1.3, trials="trial"), data, {})
+    assert mean.verdict is Verdict.INCONCLUSIVE and "95 % interval" in mean.reason
+    median = evaluate_check(spec("at_most", max=1.3, trials="trial", statistic="median"), data, {})
+    assert median.verdict is Verdict.HOLDS and "the median of 9 trials per point" in median.reason
+
+
+def test_one_trial_says_no_spread_could_be_measured_and_a_page_is_reproducible():
+    r = evaluate_check(spec("at_least", min=1, trials="trial"), _trials({"a": [2.0], "b": [3.0]}), {})
+    assert r.verdict is Verdict.HOLDS and "no spread could be measured" in r.reason and r.interval is None
+    data = _trials({"a": [8.0, 10.0, 14.0, 9.0], "b": [20.0, 21.0, 19.0, 18.0]})
+    one = evaluate_check(spec("at_least", min=10.5, trials="trial"), data, {})
+    two = evaluate_check(spec("at_least", min=10.5, trials="trial"), data, {})
+    assert one.interval == two.interval and one.reason == two.reason
+
+
+def test_trials_work_for_every_kind_that_compares_points():
+    data = pd.DataFrame([{"sys": s, "n": n, "trial": t, "v": base * n + t * 0.1}
+                         for s, base in (("x", 1.0), ("y", 2.0)) for n in (1, 4) for t in range(4)])
+    for check in (spec("ratio", numerator={"sys": "y"}, denominator={"sys": "x"}, by=["n"], min=1.5, trials="trial"),
+                  spec("grows_with", x="n", by=["sys"], min_gain=3, trials="trial"),
+                  spec("within_factor", target_rows={"sys": "x"}, by=["n"], factor=3, trials="trial"),
+                  spec("rank_order", across="sys", order=["x", "y"], by=["n"], trials="trial", statistic="geomean")):
+        r = evaluate_check(check, data, {})
+        assert r.verdict is Verdict.HOLDS and r.interval is not None and r.trials == 4, (check.kind, r.reason)

@@ -53,10 +53,14 @@ class CheckResult:
     reason: str
     margin: float | None
     evidence: pd.DataFrame = field(repr=False)
+    interval: tuple[float, float] | None = None   # the margin's bootstrap interval over repeated trials
+    trials: int | None = None                      # the fewest trials of any point judged (None: no trial column)
 
     def as_dict(self) -> dict:
         return {"what": self.what, "kind": self.kind, "verdict": str(self.verdict), "reason": self.reason,
-                "margin": self.margin}
+                "margin": self.margin,
+                **({"interval": list(self.interval)} if self.interval is not None else {}),
+                **({"trials": self.trials} if self.trials is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,9 @@ _COMMON = {
     # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.core.scales)
     "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
         "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
+    # repeated trials of one point: the column that numbers them, and the statistic the claim is about
+    "trials": {"type": "string"},
+    "statistic": {"enum": ["mean", "median", "geomean"]},
     # scales besides the paper's at which the check may be judged, on any machine, and why (reprobook.core.scales)
     "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
     "why": {"type": "string", "minLength": 1},
@@ -739,8 +746,83 @@ def _missing_point(data: pd.DataFrame, want: Mapping[str, Any]) -> str:
     return "the rows for each label exist, but not together"
 
 
-def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
-    """Run one check against the measured table."""
+RESAMPLES = 100
+"""Bootstrap resamples per check with trials. Each resample is judged by the kind's own judge (a few milliseconds
+of pandas), so this bounds the cost of a check with trials; the interval's ends move by a few per cent of its width
+between seeds at 100."""
+
+def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber], *,
+                   seed: int = 0, resamples: int = RESAMPLES) -> CheckResult:
+    """Run one check against the measured table.
+
+    When the rows hold repeated trials of the same point (the check's ``trials`` option, or the loader's
+    ``attrs["trial_column"]``), the check judges the statistic the claim is about (``statistic``: mean,
+    median or geomean; mean by default) with a seeded bootstrap interval of its margin: see `_with_trials`.
+    """
+    trial = spec.options.get("trials") or data.attrs.get("trial_column")
+    if trial and trial in data.columns and spec.value in data.columns:
+        return _with_trials(spec, data, published, trial, seed=seed, resamples=resamples)
+    return _evaluate(spec, data, published)
+
+
+_STATISTICS = {"mean": np.mean, "median": np.median,
+               "geomean": lambda x: float(np.exp(np.mean(np.log(x)))) if (np.asarray(x) > 0).all() else math.nan}
+
+
+def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, seed: int,
+                 resamples: int) -> CheckResult:
+    """The check on the statistic of each point's trials, with a bootstrap interval of its margin.
+
+    A point is a combination of the label columns (every column but the trial column and the float ones);
+    its trials are resampled with replacement, each resample judged as the data itself is, and the margin's
+    2.5–97.5 % quantiles are the interval. The check holds only when the whole interval is at or above 0,
+    fails only when it is all below, and is otherwise inconclusive, with the interval and about how many
+    trials would settle it. One trial per point: judged as it is, saying that no spread could be measured.
+    The generator is seeded, so that a page is the same on every build.
+    """
+    stat_name = spec.options.get("statistic", "mean")
+    stat = _STATISTICS[stat_name]
+    values = [c for c in (spec.value, spec.options.get("target_column")) if c and c in data.columns]
+    keys = [c for c in data.columns if c != trial and c not in values and not pd.api.types.is_float_dtype(data[c])]
+    grouped = data.groupby(keys, dropna=False, sort=False) if keys else None
+    groups = list(grouped.indices.values()) if keys else [np.arange(len(data))]
+    # one row per point, in the order of `groups`: each resample only replaces the values (no groupby per resample)
+    template = (pd.DataFrame([data.iloc[g[0]][keys] for g in groups]).reset_index(drop=True) if keys
+                else pd.DataFrame(index=[0]))
+    arrays = {c: data[c].to_numpy(float) for c in values}
+
+    def collapse(picks: list[np.ndarray]) -> pd.DataFrame:
+        return template.assign(**{c: [stat(a[p]) for p in picks] for c, a in arrays.items()})
+
+    point = _evaluate(spec, collapse(groups), published)
+    fewest = min(len(g) for g in groups)
+    words = f"the {stat_name} of {fewest}{'+' if any(len(g) > fewest for g in groups) else ''} trials per point"
+    if fewest < 2 or point.margin is None:
+        why = "one trial per point: no spread could be measured" if fewest < 2 else words
+        return dataclasses.replace(point, reason=f"{point.reason} ({why})", trials=fewest)
+    rng = np.random.default_rng(seed)
+    margins = []
+    for _ in range(resamples):
+        r = _evaluate(spec, collapse([rng.choice(g, size=len(g), replace=True) for g in groups]), published)
+        margins.append(np.nan if r.margin is None else r.margin)
+    m = np.asarray(margins, dtype=float)
+    if np.isnan(m).mean() > 0.05:   # many resamples could not be judged at all: no honest interval
+        return dataclasses.replace(point, verdict=Verdict.INCONCLUSIVE, margin=None, trials=fewest,
+                                   reason=f"{point.reason} ({words}; {int(np.isnan(m).sum())} of {resamples} "
+                                          f"resamples of the trials could not be judged)")
+    lo, hi = (float(q) for q in np.nanquantile(m, [0.025, 0.975]))
+    interval = f"95 % interval of the margin {_pct(lo)} to {_pct(hi)} ({words}, {resamples} resamples)"
+    if lo >= 0 and point.verdict is Verdict.HOLDS or hi < 0 and point.verdict is Verdict.FAILS:
+        return dataclasses.replace(point, reason=f"{point.reason}; {interval}", interval=(lo, hi), trials=fewest)
+    centre, half = point.margin, (hi - lo) / 2
+    settle = (f"about {math.ceil(fewest * (half / abs(centre)) ** 2)} trials per point would likely settle it"
+              if centre and half else "no number of trials is likely to settle a margin this close to 0")
+    return dataclasses.replace(point, verdict=Verdict.INCONCLUSIVE, interval=(lo, hi), trials=fewest,
+                               reason=f"{point.reason}; but the {interval} spans 0: the run's own noise is as large "
+                                      f"as the margin; {settle}")
+
+
+def _evaluate(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
     if spec.value not in data.columns:
         return _inconclusive(spec, f"the measured data has no column {spec.value!r}")
     try:
