@@ -86,7 +86,7 @@ def _q(ns: str, tag: str) -> str:
 
 
 def _refuse(path, what: str) -> ManifestRefused:
-    return ManifestRefused(f"{path}: not imported: {what}; configs/hosts.yaml was not changed")
+    return ManifestRefused(f"{path}: not imported: {what}; the hosts file was not changed")
 
 
 def read_manifest(path: str | Path, *, user: str | None = None) -> Manifest:
@@ -624,33 +624,40 @@ def live_claims(project, paper: str | None = None):
     return [c for c in project.all_claims() if (paper is None or c.paper == paper) and (c.run or c.setup)]
 
 
-def nodes_for_paper(project, paper: str, scale: str = "paper") -> list[RoleNodes]:
-    """The nodes a paper's live claims need on one experiment, as the pool packs them.
+def nodes_for_paper(project, paper: str, scale: str = "paper") -> tuple[list[RoleNodes], list[str]]:
+    """The nodes a paper's live claims need on one experiment, as the pool packs them, and the claims left out.
 
-    The pool runs one claim at a time per host, so claims that ask for the same node (same name,
-    hardware type and image) share it; a claim asking for another hardware type or image gets its
-    own node, named after the first claim that needs it.
+    The pool runs one claim at a time per host, so claims whose roles ask for the same nodes (same
+    hardware type and image) share them, the largest count winning; single-host claims share a node
+    per hardware type and image (``node-0``, ``node-1``, ...). A claim whose role names a node that
+    another claim needs with another image cannot be on the same experiment (one name, one node): it
+    is left out, with the reason, for a profile of its own.
     """
     project.paper(paper)
     merged: dict[tuple, RoleNodes] = {}
+    owner: dict[str, tuple] = {}     # node name -> the key that holds it
+    left_out = []
     for c in live_claims(project, paper):
-        for rn in nodes_for_claim(project, c, scale):
-            if not c.roles:  # a single-host claim: a node per hardware type and image
-                key = ("node", rn.hardware_type, rn.disk_image)
-                if key not in merged:
-                    k = sum(1 for m in merged if m[0] == "node")
-                    merged[key] = RoleNodes("node", (f"node-{k}",), rn.hardware_type, rn.disk_image, True)
-                continue
-            key = ("role", rn.role, rn.hardware_type, rn.disk_image)
+        mine = nodes_for_claim(project, c, scale)
+        if not c.roles:  # a single-host claim: a node per hardware type and image
+            rn = mine[0]
+            key = ("node", rn.hardware_type, rn.disk_image)
+            if key not in merged:
+                k = sum(1 for m in merged if m[0] == "node")
+                merged[key] = RoleNodes(f"node-{k}", (f"node-{k}",), rn.hardware_type, rn.disk_image, True)
+            continue
+        keys = {rn.role: ("role", rn.role, rn.hardware_type, rn.disk_image) for rn in mine}
+        clash = sorted({n for rn in mine for n in rn.names if n in owner and owner[n] != keys[rn.role]})
+        if clash:
+            left_out.append(f"{c.key}: its hosts {', '.join(clash[:4])} are needed with another hardware type or "
+                            f"image by a claim before it; write its own profile (`reprobook cloudlab profile {c.key}`)")
+            continue
+        for rn in mine:
+            key = keys[rn.role]
             if key not in merged or len(rn.names) > len(merged[key].names):
                 merged[key] = rn
-    # one name per node across the experiment
-    seen, out = set(), []
-    for rn in merged.values():
-        names = tuple(n if n not in seen else f"{n}-{len(seen)}" for n in rn.names)
-        seen.update(names)
-        out.append(RoleNodes(rn.role, names, rn.hardware_type, rn.disk_image, rn.fixed_count, rn.min, rn.max))
-    return out
+            owner.update({n: key for n in merged[key].names})
+    return list(merged.values()), left_out
 
 
 def _pyname(role: str) -> str:
@@ -670,6 +677,7 @@ def profile_script(title: str, nodes: Sequence[RoleNodes], *, about: str = "") -
         if not r["fixed"]:
             params.append(f"pc.defineParameter({('n_' + p)!r}, {('How many ' + r['role'] + ' nodes')!r}, "
                           f"portal.ParameterType.INTEGER, {r['count']})")
+    about = about.replace('"' * 3, "'" * 3)  # free text of a paper file must not close the docstring
     doc = (f'"""{title}\n\n{about}\n\nWritten by `reprobook cloudlab profile`. Instructions: when the experiment is '
            f'ready, download its manifest and run `reprobook cloudlab import MANIFEST.xml --cluster NAME`.\n"""')
     lines = [
@@ -724,7 +732,7 @@ def request_rspec(nodes: Sequence[RoleNodes]) -> str:
     for rn in nodes:
         for name in rn.names:
             node = ET.SubElement(root, _q(RSPEC_NS, "node"), {"client_id": name, "exclusive": "true"})
-            sliver = ET.SubElement(node, _q(RSPEC_NS, "sliver_type"), {"name": "raw-pc"})
+            sliver = ET.SubElement(node, _q(RSPEC_NS, "sliver_type"), {"name": "raw"})  # as geni-lib's RawPC
             if rn.disk_image:
                 ET.SubElement(sliver, _q(RSPEC_NS, "disk_image"), {"name": rn.disk_image})
             if rn.hardware_type:
@@ -737,6 +745,7 @@ def request_rspec(nodes: Sequence[RoleNodes]) -> str:
     link = ET.SubElement(root, _q(RSPEC_NS, "link"), {"client_id": "lan"})
     for iface in lan:
         ET.SubElement(link, _q(RSPEC_NS, "interface_ref"), {"client_id": iface})
+    ET.SubElement(link, _q(RSPEC_NS, "link_type"), {"name": "lan"})
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
 
@@ -749,9 +758,11 @@ def make_profile(project, target: str, scale: str = "paper", *, rspec: bool = Fa
         title = f"reprobook: {claim.key} ({scale} scale)"
         about = (claim.requires.testbed or "").strip()
     else:
-        nodes = nodes_for_paper(project, target, scale)
+        nodes, left_out = nodes_for_paper(project, target, scale)
         if not nodes:
             raise ConfigError(f"paper {target!r} has no claim that runs live: no profile to write")
         title = f"reprobook: the live claims of {target} on one experiment ({scale} scale)"
-        about = ""
+        about = "Not on this experiment:\n" + "\n".join("- " + x for x in left_out) if left_out else ""
+        for x in left_out:
+            print(f"reprobook: not in the profile of {target}: {x}", file=sys.stderr)
     return (request_rspec(nodes) if rspec else profile_script(title, nodes, about=about)), nodes
