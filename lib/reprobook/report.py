@@ -227,7 +227,8 @@ def _claim_entry(project_, claim, store) -> dict:
         "requirement_shortfalls": list(o.shortfalls),
         "warnings": list(v.warnings),
         "findings": list(v.findings),
-        "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": c.reason} for c in v.checks],
+        "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": c.reason, "judged_on": c.judged_on}
+                   for c in v.checks],
         "badge": {"suggested": badge, "reason": why},
     }
 

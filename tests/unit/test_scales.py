@@ -187,7 +187,9 @@ def test_a_check_that_needs_32_cores_and_the_paper_scale_is_inconclusive_at_rehe
     assert needy.verdict is Verdict.INCONCLUSIVE and needy.margin is None
     assert needy.reason.startswith("cannot be judged on this run: this run is at rehearsal scale; the check "
                                    "needs the paper scale; the run's host needs 32 cores (CPUs online), has 2 (the "
-                                   "claim is about 32 cores). Measured: ")
+                                   "claim is about 32 cores); a run at the paper scale on a machine with at least "
+                                   "32 cores (CPUs online) would settle it. Measured: ")
+    assert needy.judged_on == "rehearsal scale, on 2 CPUs" and judged.judged_on == "rehearsal scale, on 2 CPUs"
     assert "5 vs required >= 1" in needy.reason and not needy.evidence.empty  # the measured values stay
     assert v.verdict is Verdict.INCONCLUSIVE and v.scale == "rehearsal" and v.as_dict()["scale"] == "rehearsal"
     assert "Scale of the run: <b>rehearsal</b>" in v._repr_html_()

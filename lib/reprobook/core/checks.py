@@ -55,12 +55,14 @@ class CheckResult:
     evidence: pd.DataFrame = field(repr=False)
     interval: tuple[float, float] | None = None   # the margin's bootstrap interval over repeated trials
     trials: int | None = None                      # the fewest trials of any point judged (None: no trial column)
+    judged_on: str = ""                            # the scale and machine the check was judged on, in words
 
     def as_dict(self) -> dict:
         return {"what": self.what, "kind": self.kind, "verdict": str(self.verdict), "reason": self.reason,
                 "margin": self.margin,
                 **({"interval": list(self.interval)} if self.interval is not None else {}),
-                **({"trials": self.trials} if self.trials is not None else {})}
+                **({"trials": self.trials} if self.trials is not None else {}),
+                **({"judged_on": self.judged_on} if self.judged_on else {})}
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ class ClaimVerdict:
         from html import escape
         rows = "".join(
             f"<tr><td>{escape(c.what)}</td><td style='color:{colour_of(c.verdict)}'><b>{c.verdict}</b></td>"
-            f"<td>{escape(c.reason)}</td></tr>" for c in self.checks)
+            f"<td>{escape(c.reason)}"
+            + (f"<br><small class='reprobook-judged-on'>Judged on: {escape(c.judged_on)}</small>" if c.judged_on else "")
+            + "</td></tr>" for c in self.checks)
         table = (f"<table><tr><th>check</th><th>verdict</th><th>reason and margin</th></tr>{rows}</table>"
                  if rows else "")
         return f"<div class='reprobook-verdict'>{self.badge_html()}{table}</div>"
@@ -845,15 +849,32 @@ def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts:
     from reprobook.core.scales import CheckNeeds
     needs = spec.needs if spec.needs is not None else CheckNeeds()
     unmet = needs.unmet(scale, host_facts, requires, imported=imported)
+    on = judged_on(scale, host_facts)
     if unmet:
         why = f" ({needs.why})" if needs.why else ""
-        return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE,
-                           f"cannot be judged on this run: {'; '.join(unmet)}{why}. Measured: {result.reason}",
-                           None, result.evidence)
+        return dataclasses.replace(
+            result, verdict=Verdict.INCONCLUSIVE, margin=None, interval=None, judged_on=on,
+            reason=f"cannot be judged on this run: {'; '.join(unmet)}{why}; "
+                   f"{needs.settle(requires, imported=any(u.startswith('the imported run does not say') for u in unmet))}"
+                   f". Measured: {result.reason}")
     if scale and scale != "paper" and result.verdict in (Verdict.HOLDS, Verdict.FAILS):
-        return CheckResult(result.what, result.kind, result.verdict, f"at {scale} scale: {result.reason}",
-                           result.margin, result.evidence)
-    return result
+        return dataclasses.replace(result, reason=f"at {scale} scale: {result.reason}", judged_on=on)
+    return dataclasses.replace(result, judged_on=on)
+
+
+def judged_on(scale: str | None, host_facts: Mapping | None) -> str:
+    """The scale and machine a check was judged on, in words (what the page and the report show per check)."""
+    if host_facts is None:
+        return "the authors' own outputs: the paper's scale, on their machine"
+    f = host_facts
+    parts = [f"{f['cpus']} CPUs" if f.get("cpus") else "",
+             f"{f['physical_cores_per_socket']} physical cores per socket" if f.get("physical_cores_per_socket") else "",
+             f"SMT {f['smt']}" if f.get("smt") not in (None, "", "unknown") else "",
+             f"{f['mem_gib']:g} GiB" if isinstance(f.get("mem_gib"), (int, float)) else "",
+             f"{f['numa_nodes']} NUMA node(s)" if f.get("numa_nodes") else "",
+             str(f.get("os") or "")]
+    machine = ", ".join(p for p in parts if p) or "a machine whose facts the run does not record"
+    return f"{scale or 'paper'} scale, on {machine}"
 
 
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,

@@ -164,8 +164,9 @@ class DeviationSpec:
     when: Mapping[str, Any] = field(default_factory=dict)
 
 
-#: requirements a run needs to run at all, not to be judged: outputs that exist show the host had them
-RUN_ONLY = ("commands", "files", "disk_gib", "docker")
+#: requirements a run needs to run at all, not to be judged: outputs that exist show the host had them (and
+#: ``cloudlab`` says how to allocate the testbed; the facts judged are the machines' own)
+RUN_ONLY = ("commands", "files", "disk_gib", "docker", "cloudlab")
 
 
 @dataclass(frozen=True)
@@ -207,15 +208,30 @@ class CheckNeeds:
             out.append(f"this run is at {at} scale; the check needs the {' or '.join(self.allowed)} scale")
         if host_facts is None:
             return out
+        wanted = self.machine(claim_requires)
+        if wanted:
+            out += machine_unmet(host_facts, wanted, imported=imported)
+        return out
+
+    def machine(self, claim_requires: Requirements | None = None) -> dict[str, Any]:
+        """What the check needs of the machine (requirement name -> value): its own ``requires`` over the claim's,
+        the claim's left out for a check judged at other scales too, and `RUN_ONLY` always."""
         wanted: dict[str, Any] = {}
         if claim_requires is not None and not self.judged_at:
             wanted.update((k, v) for k, v in claim_requires.items() if k not in RUN_ONLY)
         if self.requires is not None:
             wanted.update(self.requires.items())
-        wanted = {k: v for k, v in wanted.items() if k not in ("testbed", "why") and v not in (None, (), "")}
-        if wanted:
-            out += machine_unmet(host_facts, wanted, imported=imported)
-        return out
+        return {k: v for k, v in wanted.items() if k not in ("testbed", "why") and v not in (None, (), "")}
+
+    def settle(self, claim_requires: Requirements | None = None, *, imported: bool = False) -> str:
+        """The run that would judge the check, in words."""
+        wanted = self.machine(claim_requires)
+        words = Requirements._checked(wanted).describe() if wanted else []   # values validated when loaded
+        out = f"a run at the {' or '.join(self.allowed)} scale" + (f" on a machine with {'; '.join(words)}" if words else "")
+        if imported:
+            out += (" (an imported run states its machine with reprobook import --facts FILE, or --cores, --os, "
+                    "--memory-gib, --smt, --numa-nodes)")
+        return out + " would settle it"
 
 
 def machine_unmet(facts: Mapping, wanted: Mapping[str, Any], *, imported: bool = False) -> list[str]:
@@ -224,13 +240,13 @@ def machine_unmet(facts: Mapping, wanted: Mapping[str, Any], *, imported: bool =
     A requirement whose facts the run does not have is named as unknown, with the phrase the book uses
     for it, rather than as a shortfall.
     """
-    from reprobook.core.requirements import fact_names, parse_requirements as _parse
-    reqs = _parse(dict(wanted), file=None, key="needs")
+    from reprobook.core.requirements import fact_names
+    reqs = Requirements._checked(dict(wanted))   # values validated when the paper file loaded
     who = "the imported run" if imported else "the run"
     out = []
     for name, value in reqs.items():
         keys = fact_names(name)
-        one = _parse({name: value}, file=None, key="needs")
+        one = Requirements._checked({name: value})
         if keys and all(facts.get(k) in (None, "") for k in keys):
             out.append(f"{who} does not say whether its machine has {'; '.join(one.describe())}")
             continue
