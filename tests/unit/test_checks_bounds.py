@@ -226,3 +226,18 @@ def test_trials_work_for_every_kind_that_compares_points():
                   spec("rank_order", across="sys", order=["x", "y"], by=["n"], trials="trial", statistic="geomean")):
         r = evaluate_check(check, data, {})
         assert r.verdict is Verdict.HOLDS and r.interval is not None and r.trials == 4, (check.kind, r.reason)
+
+
+def test_an_aggregate_over_groups_is_judged_as_one_number_with_each_group_in_the_evidence():
+    data = pd.DataFrame([{"bench": b, "tool": t, "v": v} for b, (x, y) in
+                         {"p": (1.0, 2.0), "q": (1.0, 1.1), "r": (1.0, 1.5)}.items() for t, v in (("new", x), ("old", y))])
+    check = spec("ratio", numerator={"tool": "old"}, denominator={"tool": "new"}, by=["bench"], min=1.2,
+                 aggregate="geomean")
+    r = evaluate_check(check, data, {})
+    geo = (2.0 * 1.1 * 1.5) ** (1 / 3)
+    assert r.verdict is Verdict.HOLDS and r.margin == pytest.approx(geo / 1.2 - 1)
+    assert f"the geometric mean of tool=old / tool=new over 3 group(s) is {geo:.3g}" in r.reason
+    assert list(r.evidence["bench"]) == ["p", "q", "r"] and r.evidence["ratio"].tolist() == pytest.approx([2, 1.1, 1.5])
+    # each group on its own would fail at q (1.1 < 1.2): the aggregate is a different claim, said as such
+    assert evaluate_check(spec("ratio", numerator={"tool": "old"}, denominator={"tool": "new"}, by=["bench"],
+                               min=1.2), data, {}).verdict is Verdict.FAILS

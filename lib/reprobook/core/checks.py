@@ -614,7 +614,8 @@ def _partial(spec: CheckSpec, result: CheckResult, skipped: list[tuple[str, str]
 
 
 @kind("ratio", options={"numerator": _LABELS, "denominator": _LABELS,
-                        "min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF},
+                        "min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF,
+                        "aggregate": {"enum": ["mean", "median", "geomean"]}},
       required=("numerator", "denominator"), any_of=("min", "max"))
 def _ratio(spec, rows, data, published):
     """The mean of the ``numerator`` rows over the mean of the ``denominator`` rows, within bounds.
@@ -653,7 +654,30 @@ def _ratio(spec, rows, data, published):
     def describe(w, m):
         return (f"{_label(w, keys)}: {nwords} / {dwords} = {w['numerator']:.4g} / {w['denominator']:.4g} = "
                 f"{w['ratio']:.3g} (required {bound}, {room_words(w['ratio'], lo, hi)})")
+    if "aggregate" in o:
+        return _partial(spec, _aggregate(spec, ev, lo, hi, f"{nwords} / {dwords}", undefined), skipped)
     return _partial(spec, _finish(spec, ev, _bounds_margins(ev["ratio"], lo, hi), describe, undefined), skipped)
+
+
+def _aggregate(spec: CheckSpec, ev: pd.DataFrame, lo, hi, what: str, undefined: pd.Series) -> CheckResult:
+    """One number over the groups (``aggregate``: the geometric mean speed-up over all benchmarks, as headline
+    figures are phrased) judged against the bounds; each group's own ratio stays in the evidence."""
+    name = spec.options["aggregate"]
+    ratios = ev["ratio"].to_numpy(float)
+    if np.isnan(ratios).any():
+        return _inconclusive(spec, "; ".join(u for u in undefined if u) or "a group's ratio is not defined")
+    if name == "geomean" and (ratios <= 0).any():
+        return _inconclusive(spec, "a geometric mean needs positive ratios; "
+                                   f"{int((ratios <= 0).sum())} group(s) have none")
+    value = float(_STATISTICS[name](ratios))
+    margin = bound_margin(value, lo, hi)
+    ev = ev.assign(margin=_bounds_margins(ev["ratio"], lo, hi).values)
+    verdict = Verdict.HOLDS if margin >= 0 else Verdict.FAILS
+    words = {"geomean": "geometric mean", "mean": "mean", "median": "median"}[name]
+    return CheckResult(spec.what, spec.kind, verdict,
+                       f"the {words} of {what} over {len(ev)} group(s) is {value:.3g} (required "
+                       f"{_bound_words(lo, hi)}, {room_words(value, lo, hi)}); the groups range from "
+                       f"{ratios.min():.3g} to {ratios.max():.3g}", margin, ev.reset_index(drop=True))
 
 
 @kind("count", options={"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
