@@ -18,6 +18,7 @@ without them it is skipped, except under CI (``CI`` set), where it fails.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -34,7 +35,7 @@ from reprobook.core.config import load_project
 from reprobook.errors import ExperimentError, RequirementsNotMet
 from reprobook.remote.live import perform
 from reprobook.core.loaders import load
-from reprobook.papers.ozz.loaders import phases
+from reprobook.papers.ozz.loaders import phases, sections
 from reprobook.papers.ozz import lmbench
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
@@ -73,7 +74,11 @@ def _on_guest(bed, command: str) -> subprocess.CompletedProcess:
 
 
 def _cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(REPROBOOK + list(args), capture_output=True, text=True, timeout=timeout)
+    try:
+        return subprocess.run(REPROBOOK + list(args), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"gave up after {timeout:.0f} s waiting for `reprobook {' '.join(args)}` to end; its "
+                             f"output so far: {(exc.stdout or b'')[-2000:]!r} {(exc.stderr or b'')[-2000:]!r}") from None
 
 
 def _params_args(params: dict) -> list[str]:
@@ -214,10 +219,24 @@ def test_a_guest_run_survives_the_client_and_the_hosts_sshd_and_is_picked_up_by_
 
 # --------------------------------------------------------------------------- the real LMBench
 
+# Time limits, from measured durations. On this 2-core machine with two busy loops beside it (25 Nov 2026), the run took
+# 307 s in all: its first results file appeared after about 50 s (checkouts, LMBench's build in 40 s), its first
+# LMBench run took 209 s. Each limit below is about three times what it covers, so that a busier machine passes
+# and a hung run still ends the test with what it waited for.
+WHOLE_RUN_S = 900          # the whole run (measured 307 s loaded)
+FIRST_RESULTS_S = 180      # until LMBench writes its first results file (about 50 s loaded)
+ATTACH_S = 800             # attach, from there to the verdict (about 260 s loaded)
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(WHOLE_RUN_S + 60)
 def test_real_lmbench_baseline_side_through_the_guest_path(ozz, bed):
-    """Clone, patch, build, configure, run, summarise, copy back, fetch, parse: LMBench for real, in the guest."""
+    """Clone, patch, build, configure, run, summarise, copy back, fetch, parse: LMBench for real, in the guest.
+
+    It asserts what a run guarantees, not what one run printed: the steps, what was recorded, that the summary
+    and the raw results agree row for row, that every section printed parses, that a section LMBench left out
+    is said to be not measured, and that the verdict follows from the rows present.
+    """
     for repo in ("intel/lmbench", "casys-kaist/ozz_artifact"):
         if not (MIRROR / repo).is_dir():
             _unavailable(f"the git mirror {MIRROR / repo} is absent")
@@ -240,18 +259,19 @@ def test_real_lmbench_baseline_side_through_the_guest_path(ozz, bed):
                     what="a running run")
     results_dir = ozz["guest_dir"] / "lmbench" / "results"
     # LMBench is measuring in the guest: the client goes away, the host's sshd restarts, a new process attaches
-    _wait_for(lambda: _on_guest(bed, f"ls {results_dir}/*/").returncode == 0, timeout=180,
-              what="LMBench's first results file in the guest")
+    _wait_for(lambda: _on_guest(bed, f"ls {results_dir}/*/").returncode == 0, timeout=FIRST_RESULTS_S,
+              what=f"LMBench's first results file in the guest ({results_dir}/*/)")
+    first_results = time.monotonic() - t0
     client.send_signal(signal.SIGKILL)
     client.wait(10)
     ozz["host"].restart()
     remote = ozz["workdir"] / ".reprobook" / "runs" / run.id
     assert not (remote / "exit_code").exists()
-    attach = _cli("attach", run.id, "-q", timeout=800)
+    attach = _cli("attach", run.id, "-q", timeout=ATTACH_S)
     elapsed = time.monotonic() - t0
     out = attach.stdout + attach.stderr
-    assert attach.returncode == 3, out
-    assert f"{CLAIM}: INCONCLUSIVE" in attach.stdout and "no measured rows for {'setting': 'oemu'}" in attach.stdout
+    assert attach.returncode == 3, out  # inconclusive: the instrumented kernel was not run
+    assert f"{CLAIM}: INCONCLUSIVE" in attach.stdout, out
 
     run = store.load(run.id)
     m = run.manifest
@@ -277,27 +297,51 @@ def test_real_lmbench_baseline_side_through_the_guest_path(ozz, bed):
     (dialogue,) = run.files("dialogue")
     assert "Confguration done, thanks." in dialogue.read_text()
 
-    # the summary says what the raw file holds, and the loader reads the baseline's numbers
+    # the summary says what the raw file holds, row for row; what LMBench printed is all the test relies on: on a busy
+    # machine it leaves a section out when none of its measurements came out (issue 33), and a cell blank
     (summary,) = run.files("summary")
     (raw,) = run.files("results")
     assert summary.name == "summary-baseline.txt" and re.fullmatch(r".+\.0", raw.name)
-    printed, derived = lmbench.read_summary(summary), lmbench.summarise([raw])
+    printed, derived = lmbench.read_summary(summary), lmbench.summarise([raw])  # every section present parses
     lmbench.agree(printed, derived, file=summary)
-    assert len(printed) == len(derived) == 5 + 11 + 7 + 8 + 8 + 9  # one row in each section of the OS subset
+    assert sorted(zip(printed["section"], printed["row"], printed["column"])) == \
+        sorted(zip(derived["section"], derived["row"], derived["column"]))
+    assert set(printed["row"]) == {1}  # one results file: one row in each section printed
+    expected = lmbench.read_results(raw).expected()
+    assert expected == lmbench.SUBSETS["OS"]  # the OS subset, as answered
+    present = set(printed["section"])
+    assert present <= set(expected) and present, present
     frame = load(claim, from_run(claim, run))
     assert set(frame["kernel"]) == {"baseline"} and set(frame["setting"]) == {"baseline"}
-    assert {"processes", "context-switch", "local-latency", "file-vm", "local-bandwidth"} <= set(frame["section"])
-    cell = frame.set_index(["section", "column"])["value"]
-    for key in [("processes", c) for c in ("null call", "null I/O", "stat", "open clos", "slct TCP", "sig inst",
-                                           "sig hndl", "fork proc", "exec proc", "sh proc")]:
-        assert 0 < cell[key] < 1e6, key
-    assert cell["local-bandwidth", "Pipe"] > 1  # MB/s
+    assert set(frame["section"]) == present - {"basic"}  # machine parameters are not measurements
+    assert (frame["value"] > 0).all() and frame["value"].map(math.isfinite).all()  # a blank cell is no row, never 0
+    assert frame.groupby("section")["unit"].first().to_dict() == {
+        sid: lmbench.BY_ID[sid].unit for sid in present - {"basic"}}
+    # what is missing is said, on the page (sections) and in the verdict's reason, and not as a number
+    page = sections(frame).set_index("section")["status"]
+    assert {lmbench.BY_ID[sid].title: ("measured" if sid in present else "not measured") for sid in expected} == \
+        page.to_dict()
+    for sid in set(expected) - present:
+        assert lmbench.left_out_words(sid) in attach.stdout, (sid, attach.stdout)
+    if not set(expected) - present:
+        assert "not measured" not in attach.stdout
+    # the verdict follows from the rows present: no instrumented kernel, so nothing to compare
+    verdict = json.loads((run.path / "verdict.json").read_text())
+    assert {c["verdict"] for c in verdict["checks"]} == {"inconclusive"}
+    for c in verdict["checks"]:
+        assert ("no measured rows for {'setting': 'oemu'}" in c["reason"] if "processes" in present
+                else "no measured rows match" in c["reason"]), c
+    # every step of the pipeline ran, and each recorded its time (but the last, which writes the timings down)
     steps = phases(from_run(claim, run)).set_index("step")
+    assert list(steps.index) == list(range(1, 23)) and steps.loc[:21, "seconds"].notna().all(), steps
+    assert steps.loc[22, "name"].startswith("record how long each step took"), steps.loc[22, "name"]
     first = steps[steps["name"].str.startswith("baseline, in the guest: first LMBench run")].iloc[0]
-    assert 20 < first["seconds"] < 700
+    assert 0 < first["seconds"] <= elapsed
 
     figures = {}
     for r in printed[(printed["section"] != "basic") & (printed["text"] != "")].itertuples():
         figures.setdefault(r.section, []).append(f"{r.column} {r.text}")
     print(f"\nreal LMBench (OS subset, MB 8, ENOUGH 1000 µs) in the stand-in guest: whole run {elapsed:.0f} s, "
-          f"LMBench's first run {first['seconds']:.0f} s; " + "; ".join(f"{s}: {', '.join(v)}" for s, v in figures.items()))
+          f"first results file after {first_results:.0f} s, LMBench's first run {first['seconds']:.0f} s; not measured: "
+          f"{', '.join(sorted(set(expected) - present)) or 'none'}; "
+          + "; ".join(f"{s}: {', '.join(v)}" for s, v in figures.items()))
