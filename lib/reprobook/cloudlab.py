@@ -581,6 +581,7 @@ class RoleNodes:
     fixed_count: bool        # the claim takes exactly this many (no count parameter)
     min: int = 1
     max: int | None = 1
+    all_names: tuple[str, ...] = ()   # the role's names at the paper's scale: a larger count takes the next ones
 
 
 def _cloudlab(project, claim, role: str | None = None) -> dict:
@@ -610,12 +611,14 @@ def nodes_for_claim(project, claim, scale: str = "paper") -> list[RoleNodes]:
         raise ConfigError(f"--scale {scale!r}: paper or rehearsal")
     out = []
     roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
+    at_paper_scale = role_names(project, claim, "paper")
     for r, names in role_names(project, claim, scale).items():
         cl = _cloudlab(project, claim, r)
         reqs = roles[r].requires or claim.requires
         hw = (cl.get("hardware_type") or ("",))[0]
         out.append(RoleNodes(r, tuple(names), hw, disk_image_for(reqs.get("os"), cl.get("disk_image", "")),
-                             roles[r].min == roles[r].max, roles[r].min, roles[r].max))
+                             roles[r].min == roles[r].max, roles[r].min, roles[r].max,
+                             tuple(at_paper_scale[r]) if len(at_paper_scale[r]) > len(names) else tuple(names)))
     return out
 
 
@@ -666,7 +669,7 @@ def _pyname(role: str) -> str:
 
 def profile_script(title: str, nodes: Sequence[RoleNodes], *, about: str = "") -> str:
     """A geni-lib profile: a parameter per role for its hardware type (and count where it may vary), one LAN."""
-    roles = [{"role": rn.role, "names": list(rn.names), "hardware_type": rn.hardware_type,
+    roles = [{"role": rn.role, "names": list(rn.all_names or rn.names), "hardware_type": rn.hardware_type,
               "disk_image": rn.disk_image, "count": len(rn.names), "fixed": rn.fixed_count,
               "min": rn.min, "max": rn.max} for rn in nodes]
     params = []
