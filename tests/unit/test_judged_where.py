@@ -113,3 +113,13 @@ def test_the_command_line_records_facts_from_a_file_and_flags(root, mirror, tmp_
     run = rb.obtain(rb.claim("verus/ironkv"), "auto")
     assert dict(run.host_facts) == {"cpus": 8, "os": "Windows 11", "os_id": "windows", "os_version": "11"}
     assert str(rb.check(rb.claim("verus/ironkv"), rb.load(rb.claim("verus/ironkv"), run), run).verdict) == "holds"
+
+
+def test_a_failing_verdict_on_the_authors_files_says_their_files_do_not_support_the_numbers(root, mirror):
+    project = load_project(root)
+    claim = project.claim("aardvark/archive-throughput")
+    ref = sources.reference(project, claim)
+    slow = rb.load(claim, ref).assign(ops_per_s_per_core=[6.0, 6.0, 6.0])
+    v = rb.check(claim, slow, ref)
+    assert v.verdict is Verdict.FAILS
+    assert v.reason.startswith("the authors' own files do not support the published numbers: "), v.reason
