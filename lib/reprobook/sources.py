@@ -12,14 +12,16 @@ a run id       that recorded run (its files are checked against the manifest).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
 from reprobook.core import artifacts
 from reprobook.core.plan import make_plan
 from reprobook.core.config import Claim, Project
-from reprobook.errors import ArtifactError, ConfigError, OutputError
+from reprobook.errors import ArtifactError, ConfigError, OutputError, ReprobookError
 from reprobook.core.runs import Run, RunStore
 
 
@@ -204,6 +206,43 @@ def facts_script(claim: Claim) -> str:
     return probe_script([claim.requires])
 
 
+def load_error(claim: Claim, outputs: Outputs) -> str | None:
+    """Why the claim's loader cannot make a table with rows of ``outputs``, or None when it can."""
+    import pandas as pd
+    from reprobook.core import loaders
+    from reprobook.errors import ReprobookError
+    try:
+        table = loaders.load(claim, outputs)
+    except ReprobookError as exc:
+        return exc.message
+    except Exception as exc:   # a parser that fails on what it was never meant to read: the reason, not a traceback
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(table, pd.DataFrame) and not table.empty:
+        return None
+    return "the claim's loader found no numbers in them"
+
+
+def readable(claim: Claim, files: Mapping[str, list[Path]]) -> None:
+    """Check that the claim's loader reads ``files`` (output name to the paths as the user gave them) into a table
+    with rows, before anything is stored.
+
+    Raises
+    ------
+    ConfigError
+        Naming the files as given, what the claim expects of each output, and why the loader refused them.
+    """
+    outputs = Outputs(claim.key, "import", "the files given", {k: tuple(v) for k, v in files.items()},
+                      location=", ".join(str(p) for ps in files.values() for p in ps))
+    why = load_error(claim, outputs)
+    if why is None:
+        return
+    given = "; ".join(f"{name}={', '.join(str(p) for p in paths)}" for name, paths in files.items())
+    expected = "; ".join(f"{name}: {spec.description or spec.glob}" for name, spec in claim.outputs.items())
+    why = why.rstrip(". ") + ("" if why.rstrip(". ").endswith(("?", "!")) else ".")
+    raise ConfigError(f"{claim.key} cannot read the files given ({given}): {why} It expects {expected}. "
+                      f"Nothing was imported.")
+
+
 def import_files(project: Project, claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
                  params: Mapping | None = None, facts: Mapping | None = None) -> Run:
     """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`).
@@ -226,13 +265,14 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     for name, paths in files.items():
         if name not in claim.outputs:
             raise ConfigError(f"{claim.key} has no output {name!r} (outputs: {', '.join(claim.outputs) or 'none'})")
-        for p in ([paths] if isinstance(paths, (str, Path)) else paths):
-            p = Path(p).expanduser()
+        for given in ([paths] if isinstance(paths, (str, Path)) else paths):
+            p = Path(given).expanduser()
             if not p.is_file():
-                raise ConfigError(f"no such file: {p}")
+                raise ConfigError(f"no such file: {given}")
             resolved.setdefault(name, []).append(p)
     if not resolved:
         raise ConfigError("no files to import")
+    readable(claim, resolved)
     store = RunStore(project.settings.runs_dir)
     run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
                              params=make_plan(claim, params).params)
@@ -247,9 +287,23 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
     """The outputs for ``claim`` from ``source`` (see the module doc)."""
     store = RunStore(project.settings.runs_dir)
     if source == "auto":
-        run = store.latest(claim, params=make_plan(claim, params).params)
-        if run is not None:
-            return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+        skipped = []
+        for run in store.candidates(claim, params=make_plan(claim, params).params):
+            # a run its loader cannot read (a file changed since, or stored before imports were checked) is passed
+            # over, saying so: the next good one gives the verdict
+            try:
+                outputs = from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+                why = load_error(claim, outputs)
+            except ReprobookError as exc:
+                why = exc.message
+            if why is not None:   # the run's files by their place in the run
+                why = why.replace(f"{run.path}{os.sep}", "").replace(str(run.path), f"run {run.id}")
+            if why is None:
+                if skipped:
+                    outputs = replace(outputs, detail="; ".join(filter(None, [outputs.detail, *skipped])))
+                return outputs
+            skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
+            print(f"reprobook: {skipped[-1]}", file=sys.stderr)
         if not claim.reference:
             return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params))
         try:

@@ -356,6 +356,11 @@ class RunStore:
         with the same parameters counts; a run recorded before parameters were
         resolved is compared with the claim's defaults filled in.
         """
+        return next(self.candidates(claim, sources=sources, status=status, params=params), None)
+
+    def candidates(self, claim: Claim, *, sources: Iterable[str] = ("live", "import"),
+                   status: Iterable[str] = ("succeeded",), params: dict | None = None) -> Iterator[Run]:
+        """The runs `latest` chooses from, newest first (``auto`` passes over one its loader cannot read)."""
         status, sources = set(status), set(sources)
         for run in reversed(self.runs(claim)):
             if run.manifest.get("source") not in sources or run.status not in status:
@@ -367,8 +372,7 @@ class RunStore:
                     continue  # recorded with parameters the claim no longer has
                 if theirs != params:
                     continue
-            return run
-        return None
+            yield run
 
     def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
                      params: dict | None = None) -> Run:
