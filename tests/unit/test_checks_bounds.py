@@ -241,3 +241,12 @@ def test_an_aggregate_over_groups_is_judged_as_one_number_with_each_group_in_the
     # each group on its own would fail at q (1.1 < 1.2): the aggregate is a different claim, said as such
     assert evaluate_check(spec("ratio", numerator={"tool": "old"}, denominator={"tool": "new"}, by=["bench"],
                                min=1.2), data, {}).verdict is Verdict.FAILS
+
+
+def test_throughput_of_equal_trials_is_their_harmonic_mean_total_work_over_total_time():
+    seconds = np.array([349.0, 340.0, 360.0])
+    data = _trials({"a": list(100000 / seconds)})
+    r = evaluate_check(spec("at_least", min=1, trials="trial", statistic="hmean"), data, {})
+    assert f"{100000 / seconds.mean():.4g} vs required" in r.reason and "the hmean of 3 trials" in r.reason
+    data.attrs["trial_statistic"] = "hmean"          # a loader may say which statistic its trials are about
+    assert evaluate_check(spec("at_least", min=1, trials="trial"), data, {}).reason == r.reason

@@ -175,7 +175,7 @@ _COMMON = {
         "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
     # repeated trials of one point: the column that numbers them, and the statistic the claim is about
     "trials": {"type": "string"},
-    "statistic": {"enum": ["mean", "median", "geomean"]},
+    "statistic": {"enum": ["mean", "median", "geomean", "hmean"]},
     # scales besides the paper's at which the check may be judged, on any machine, and why (reprobook.core.scales)
     "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
     "why": {"type": "string", "minLength": 1},
@@ -794,6 +794,8 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
 
 
 _STATISTICS = {"mean": np.mean, "median": np.median,
+               # throughput of trials of equal work: total work over total time (ops / mean seconds)
+               "hmean": lambda x: float(len(x) / np.sum(1.0 / np.asarray(x))) if (np.asarray(x) > 0).all() else math.nan,
                "geomean": lambda x: float(np.exp(np.mean(np.log(x)))) if (np.asarray(x) > 0).all() else math.nan}
 
 
@@ -808,7 +810,7 @@ def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, 
     trials would settle it. One trial per point: judged as it is, saying that no spread could be measured.
     The generator is seeded, so that a page is the same on every build.
     """
-    stat_name = spec.options.get("statistic", "mean")
+    stat_name = spec.options.get("statistic") or data.attrs.get("trial_statistic") or "mean"
     stat = _STATISTICS[stat_name]
     values = [c for c in (spec.value, spec.options.get("target_column")) if c and c in data.columns]
     keys = [c for c in data.columns if c != trial and c not in values and not pd.api.types.is_float_dtype(data[c])]
