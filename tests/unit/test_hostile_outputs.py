@@ -234,16 +234,28 @@ def _gzip_bomb(path: Path, gib: int = 1) -> Path:
 def test_a_gzip_bomb_is_refused_at_import_with_exit_2_storing_nothing(tmp_path):
     bomb = _gzip_bomb(tmp_path / "runs.tar.gz")
     assert bomb.stat().st_size < 2 * 1000 ** 2
+    claim = rb.claim("pesto/sample-runs")
+    t0 = time.monotonic()
+    with pytest.raises(archives.ArchiveRefused, match="zeros.bin"):
+        rb.import_run(claim, [bomb], machine="a cluster")
+    assert time.monotonic() - t0 < 5  # the refusal reads one header: milliseconds, not a GiB of zeros
+    # the command line: exit 2, naming the archive, the member and the limit; its time beyond the
+    # command's own start (a command refused before any archive is read) is the refusal's
+    t0 = time.monotonic()
+    base = subprocess.run(CLI + ["import", "pesto/sample-runs", str(tmp_path / "none.tar.gz"), "--machine", "m"],
+                          capture_output=True, text=True, timeout=60)
+    baseline = time.monotonic() - t0
     t0 = time.monotonic()
     out = subprocess.run(CLI + ["import", "pesto/sample-runs", str(bomb), "--machine", "a cluster"],
                          capture_output=True, text=True, timeout=60)
     took = time.monotonic() - t0
-    assert out.returncode == 2, out.stderr
-    assert took < 5, took
+    assert base.returncode == 2 and out.returncode == 2, out.stderr
+    assert took < baseline + 1.5, (took, baseline)
     assert str(bomb) in out.stderr and "zeros.bin" in out.stderr and "REPROBOOK_ARCHIVE_MAX" in out.stderr
     assert "Traceback" not in out.stderr
     runs = Path(os.environ["REPROBOOK_RUNS"])
     assert not list(runs.glob("pesto/*/*")), "a refused archive left a run behind"
+    print(f"bomb refused: command {took:.2f} s, its start alone {baseline:.2f} s")
 
 
 @pytest.mark.parametrize("limit, env, value", [("members", "REPROBOOK_ARCHIVE_MAX_MEMBERS", "3"),
