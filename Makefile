@@ -6,14 +6,21 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup system-deps book test test-fast lint-imports bench clean lab live-pesto
+.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed notebook-filter
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
 	touch $@
+
+# Outputs never reach git: .gitattributes sends every notebook through reprobook.book.clean (no outputs, counts or
+# session metadata), so a JupyterLab session (whose autosave writes outputs into the notebooks) leaves `git status` clean.
+notebook-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git config filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean' && \
+	  git config filter.reprobook-notebook.smudge cat; fi
 
 system-deps:
 	bash .ci/install-system-deps.sh
@@ -42,7 +49,8 @@ bench: setup system-deps
 	$(BIN)/python -m benchmarks
 
 lab: setup
-	$(BIN)/jupyter lab --KernelManager.transport_encryption=auto notebooks/
+	$(BIN)/jupyter lab --KernelManager.transport_encryption=auto \
+	  --ContentsManager.pre_save_hook=reprobook.book.clean.pre_save notebooks/
 
 clean:
 	rm -rf _build

@@ -339,7 +339,64 @@ def judge(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
     """
     verdict = check(claim, measured, outputs)
     glue_verdict(verdict)
+    if verdict.verdict == checks.Verdict.NOT_RUN:
+        try:
+            from IPython.display import HTML, display
+        except ImportError:  # pragma: no cover - IPython comes with the kernel
+            return verdict
+        display(HTML(way_forward_html(claim)))  # on the website, lifted under the verdict (book.sphinxext)
     return verdict
+
+
+def way_forward_html(claim: Claim, *, book_root: str = "../../") -> str:
+    """What running ``claim`` would take, in a reader's words: machine, time, the three ways in, where to read on.
+
+    Shown on a page whose verdict is *not run*. ``book_root`` is the website's root seen from the claim's
+    page (``notebooks/PAPER/``), for the links to *Getting started* and *When things go wrong*.
+    """
+    from html import escape
+
+    def code(text: str) -> str:
+        return f"<code>{escape(text)}</code>"
+
+    needs = "; ".join(claim.requires.describe())
+    testbed = claim.requires.testbed
+    machine = (f"a machine with {escape(needs)}" if needs else "any machine reprobook can reach over SSH")
+    if testbed:
+        machine += f" ({escape(testbed)})"
+    if claim.roles:
+        roles = "; ".join(f"{escape(r.name)}: {escape(r.count_words)}" + (f" ({escape(r.description)})"
+                                                                         if r.description else "")
+                          for r in claim.roles.values())
+        machine = (f"a cluster named in {code('configs/hosts.yaml')} whose roles give {roles}; every host needs "
+                   + (escape(needs) if needs else "only SSH") + (f" ({escape(testbed)})" if testbed else ""))
+    time = (f"A live run takes {escape(claim.expected_time)}." if claim.expected_time
+            else "The artifact guide gives no time for a run.")
+    target = "CLUSTER" if claim.roles else "HOST"
+    notebook = f"notebooks/{claim.paper}/{claim.id}.ipynb"
+    lab, set_source, set_host = code("make lab"), code('source = "live"'), code(f'host = "{target}"')
+    panel, attach = code(f'rb.panel("{claim.key}")'), code("reprobook attach RUN_ID")
+    run = code(f"reprobook run {claim.key} --source live --host {target}")
+    by_hand = code('rb.import_run(claim, FILES, machine="what the machine is")')
+    record = code(f'reprobook import {claim.key} FILES --machine "what the machine is"')
+    if claim.runs_live:
+        intro = f"Nothing has been measured for this claim yet. A live run needs {machine}. {time}"
+        ways = [f"<b>In JupyterLab:</b> {lab}, open {code(notebook)}, set {set_source} and {set_host} in its first "
+                f"cell and run all; or launch and follow it from {panel}.",
+                f"<b>From the command line:</b> {run}. The run goes on if you disconnect: {attach} picks it up."]
+    else:
+        intro = (f"Nothing has been measured for this claim yet, and reprobook cannot run it for you: its steps are "
+                 f"run by hand (they are listed on this page, under how the experiment runs) on {machine}. {time}")
+        ways = [f"<b>In JupyterLab:</b> {lab}, open {code(notebook)} and record the outputs with {by_hand}.",
+                f"<b>From the command line:</b> {record}."]
+    ways.append(f"<b>On this website:</b> once a run is recorded, {code('make book')} rebuilds this page with its "
+                f"numbers, plot and verdict.")
+    items = "".join(f"<li>{w}</li>" for w in ways)
+    return (f"{pages.HOWTO_START}<div class='reprobook-howto'><p><b>What it would take.</b> {intro}</p>"
+            f"<p>Three ways in:</p><ul>{items}</ul>"
+            f"<p>New to reprobook? <a href='{book_root}book/getting-started.html'>Getting started</a> sets up a "
+            f"host, and <a href='{book_root}book/when-things-go-wrong.html'>When things go wrong</a> says what to "
+            f"do when a run fails or is cut off.</p></div>{pages.HOWTO_END}")
 
 
 def evidence(verdict: checks.ClaimVerdict, *, digits: int = 3) -> None:
@@ -349,6 +406,10 @@ def evidence(verdict: checks.ClaimVerdict, *, digits: int = 3) -> None:
     """
     from IPython.display import Markdown, display
     from reprobook.book.text import markdown_str
+    if verdict.verdict == checks.Verdict.NOT_RUN:  # no rows to show: one sentence rather than "No rows." per check
+        display(Markdown(f"Nothing was measured, so none of the {len(verdict.checks)} checks had anything to "
+                         "judge yet. What a run would take is said under the verdict."))
+        return
     for result in verdict.checks:
         display(Markdown(markdown_str("**{}** — {}: {}", result.what, str(result.verdict), result.reason)),
                 result.evidence.round(digits))

@@ -137,8 +137,9 @@ def reference(project: Project, claim: Claim) -> Outputs:
 def _no_outputs(claim: Claim, params: Mapping | None) -> str:
     given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
     with_params = f" with parameters {given}" if given else ""
-    how = ("run it live (source='live' with a host)" if claim.runs_live else
-           f"run its steps by hand and record the outputs with `reprobook import {claim.key} FILES…`")
+    # in a reader's words, no markup: the reason is shown as plain text in the verdict box and the summary
+    how = ("run it live on a host that meets its needs (what that takes is on its page)" if claim.runs_live else
+           f"run its steps by hand, then record their outputs with reprobook import {claim.key}")
     return f"the authors ship no outputs for this claim, and no run{with_params} is recorded yet: {how}"
 
 

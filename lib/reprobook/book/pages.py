@@ -38,6 +38,10 @@ _RESULTS = re.compile(r"rb\.describe\(|rb\.plot\(|plt\.show\(|plt\.subplots\(|gl
                       r"|rb\.deviations\(")
 
 
+HOWTO_START, HOWTO_END = "<!-- reprobook-howto -->", "<!-- /reprobook-howto -->"
+"""Around what a *not run* claim would take (`reprobook.api.way_forward_html`): the book moves it under the verdict."""
+
+
 def tags_for(cell: dict) -> str:
     """The layout tag the rule gives a code cell: the parameters and the machinery folded, results shown."""
     if "parameters" in cell.get("metadata", {}).get("tags", []):

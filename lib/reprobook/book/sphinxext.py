@@ -20,6 +20,7 @@ from pathlib import Path
 
 from docutils import nodes
 
+from reprobook.book.pages import HOWTO_END, HOWTO_START
 from reprobook.core.checks import BADGE_END, BADGE_START
 
 STATIC = Path(__file__).parent / "static"
@@ -39,8 +40,23 @@ def lift_badge(doctree: nodes.document) -> bool:
             section.insert(1, badge)
         else:
             doctree.insert(0, badge)
+        howto = _take(doctree, HOWTO_START, HOWTO_END)
+        if howto:  # a "not run" page: what it would take, right under the verdict
+            badge.parent.insert(badge.parent.index(badge) + 1, nodes.raw("", howto, format="html"))
         return True
     return False
+
+
+def _take(doctree: nodes.document, start: str, end: str) -> str:
+    """Cut the first block between ``start`` and ``end`` out of the raw HTML of ``doctree``; return it ("" if none)."""
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "html" not in raw.get("format", "") or start not in text or end not in text:
+            continue
+        i, j = text.index(start), text.index(end) + len(end)
+        raw.parent.replace(raw, nodes.raw("", text[:i] + text[j:], format=raw["format"]))
+        return text[i:j]
+    return ""
 
 
 def png_words(path: Path) -> tuple[str, str] | None:
