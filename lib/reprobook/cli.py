@@ -662,23 +662,61 @@ def build_parser() -> argparse.ArgumentParser:
 def _stdout_closed() -> bool:
     """Whether stdout's reader has gone; if so, stdout is pointed at /dev/null so that Python's own flush at
     exit does not fail on it again."""
+    import select
     try:
-        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        gone = any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):
         return False
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return True
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return gone
+
+
+class _OutlivesItsReader:
+    """stdout for the command line: once its reader has gone (`reprobook claims | head -1`), what is left to say
+    goes to /dev/null and the command carries on to its own end and exit code (a live run is not cut short
+    because the pager closed)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _gone(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def main(argv=None) -> int:
-    """The command line; a reader that stops reading early (`reprobook claims | head -1`) ends it quietly, with
-    exit 0, as `ls | head` ends."""
+    """The command line; a reader that stops reading early (`reprobook claims | head -1`) is no error: the
+    command ends as it would have, with its own exit code, as `ls | head` ends."""
+    stdout = sys.stdout
+    if stdout is not None and not isinstance(stdout, _OutlivesItsReader):
+        sys.stdout = _OutlivesItsReader(stdout)
     try:
         return _main(argv)
     except BrokenPipeError:
         if not _stdout_closed():
             raise
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 def _main(argv=None) -> int:

@@ -223,9 +223,9 @@ def load_error(claim: Claim, outputs: Outputs) -> str | None:
     return "the claim's loader found no numbers in them"
 
 
-def readable(claim: Claim, files: Mapping[str, list[Path]]) -> None:
-    """Check that the claim's loader reads ``files`` (output name to the paths as the user gave them) into a table
-    with rows, before anything is stored.
+def readable(claim: Claim, files: Mapping[str, list[Path]], as_given: Mapping[str, str] | None = None) -> None:
+    """Check that the claim's loader reads ``files`` (output name to paths) into a table with rows. ``as_given``
+    maps a stored path (or the start of one) to the name the user gave it, for the message.
 
     Raises
     ------
@@ -237,7 +237,20 @@ def readable(claim: Claim, files: Mapping[str, list[Path]]) -> None:
     why = load_error(claim, outputs)
     if why is None:
         return
-    given = "; ".join(f"{name}={', '.join(str(p) for p in paths)}" for name, paths in files.items())
+    names = sorted((as_given or {}).items(), key=lambda kv: -len(kv[0]))
+
+    def shown(text: str) -> str:   # a stored file by the name the user gave it
+        for stored, name in names:
+            text = text.replace(stored, name)
+        return text
+
+    why = shown(why)
+
+    def listed(paths) -> str:
+        seen = list(dict.fromkeys(shown(str(p)) for p in paths))
+        return ", ".join(seen[:3]) + (f" and {len(seen) - 3} more" if len(seen) > 3 else "")
+
+    given = "; ".join(f"{name}={listed(paths)}" for name, paths in files.items())
     expected = "; ".join(f"{name}: {spec.description or spec.glob}" for name, spec in claim.outputs.items())
     why = why.rstrip(". ") + ("" if why.rstrip(". ").endswith(("?", "!")) else ".")
     raise ConfigError(f"{claim.key} cannot read the files given ({given}): {why} It expects {expected}. "
@@ -273,10 +286,17 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
             resolved.setdefault(name, []).append(p)
     if not resolved:
         raise ConfigError("no files to import")
-    readable(claim, resolved)
+    given = {name: [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+             for name, paths in files.items()}
+
+    def check(run_dir: Path, stored: Mapping[str, list[Path]]) -> None:
+        # the files as the run will hold them (an archive unpacked once, within its limits), named as given
+        as_given = {str(run_dir / "outputs" / name / Path(g).name): g for name, gs in given.items() for g in gs}
+        readable(claim, {k: sorted(v) for k, v in stored.items()}, as_given)
+
     store = RunStore(project.settings.runs_dir)
     run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
-                             params=make_plan(claim, params).params)
+                             params=make_plan(claim, params).params, check=check)
     if facts:
         run.update(host_facts={"imported": dict(facts)})
     return run

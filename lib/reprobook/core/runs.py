@@ -375,13 +375,14 @@ class RunStore:
             yield run
 
     def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
-                     params: dict | None = None) -> Run:
+                     params: dict | None = None, check=None) -> Run:
         """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded.
 
         An archive of outputs (`reprobook.core.archives`) is checked against its limits before anything is
         stored (a refusal stores nothing), then unpacked once, under ``outputs/<name>/<archive name>/``: each
         of its files is recorded like a copied one (``archive`` names the archive it came from), and later
-        evaluations read them as they are.
+        evaluations read them as they are. ``check(run_dir, files)``, given the stored files of each output, may
+        refuse them by raising: the run is then removed, and the store is as it was.
         """
         import shutil
 
@@ -418,6 +419,12 @@ class RunStore:
                 records.append({"output": output, "path": str(target.relative_to(run.path)),
                                 "size": target.stat().st_size, "sha256": sha256_file(target),
                                 "original": str(Path(src).resolve())})
+        if check is not None:
+            try:
+                check(run.path, {o: [run.path / r["path"] for r in records if r["output"] == o] for o in files})
+            except BaseException:
+                shutil.rmtree(run.path, ignore_errors=True)   # refused: nothing stored
+                raise
         run.update(files=records, status="succeeded", ended=utcnow())
         return run
 
