@@ -36,6 +36,7 @@ from .common import ROOT, Context, Result, Samples, fmt_s, interpreter_start, li
 
 TARGET_COLD = 0.6
 TARGET_NOOP = 0.02
+TARGET_PAGE_EXTRA = 600_000  # bytes a claim page may weigh above the theme's bare page (its plots, tables, code)
 SYNTHETIC_PAGES = 40
 CLAIM = "aardvark/archive-throughput"
 EXPECTED = sorted(["archive-throughput.ipynb", "index.ipynb", "summary.ipynb"])
@@ -256,7 +257,57 @@ def run(ctx: Context) -> list[Result]:
                              f"pages, {len(synth_exec) - pages - 1} chapter pages, the summary)",
                              synth_cold, synth_plain, synth_exec, workers))
 
+    results.append(page_weights(root / "_build" / "html"))
+
     if library_fingerprint() != lib_before:
         for r in results:
             r.notes.append("lib/ changed while this benchmark ran (someone edited it): rebuild figures may be off")
     return results
+
+
+def page_weight(html_dir: Path, page: str) -> int:
+    """Bytes a reader's browser loads for ``page`` of the built site: its HTML and every local file it names.
+
+    The files a page names: scripts, stylesheets, images, icons (``src`` and ``href`` of ``script``, ``link``,
+    ``img``); each counted once. What a stylesheet imports in turn is left out, the same for every page.
+    """
+    from html.parser import HTMLParser
+    from urllib.parse import urlsplit
+
+    path = html_dir / page
+    names: set[Path] = set()
+
+    class Assets(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            ref = a.get("src") if tag in ("script", "img") else a.get("href") if tag == "link" and (
+                "stylesheet" in (a.get("rel") or "") or "icon" in (a.get("rel") or "")) else None
+            if not ref or urlsplit(ref).scheme or ref.startswith(("//", "data:")):
+                return
+            target = (path.parent / urlsplit(ref).path).resolve()
+            if target.is_file():
+                names.add(target)
+
+    Assets().feed(path.read_text(errors="replace"))
+    return path.stat().st_size + sum(p.stat().st_size for p in names)
+
+
+def page_weights(html_dir: Path) -> Result:
+    """Bytes per claim page against the theme's bare page (the general index: the theme's assets, no content)."""
+    import statistics
+    claims = sorted(p.relative_to(html_dir).as_posix() for p in html_dir.glob("notebooks/*/*.html"))
+    weights = {page: page_weight(html_dir, page) for page in claims}
+    bare = page_weight(html_dir, "genindex.html")
+    median = statistics.median(weights.values())
+    heaviest = max(weights, key=weights.get)
+    extra = median - bare
+    return Result(
+        "book", "book page weight (claim pages vs the theme's bare page)",
+        f"claim pages: median {median / 1e6:.2f} MB, heaviest {weights[heaviest] / 1e6:.2f} MB ({heaviest}); "
+        f"bare page {bare / 1e6:.2f} MB",
+        value=median, unit="bytes", plain_tool="the theme's bare page (genindex.html)", plain_value=bare,
+        ratio=median / bare, comparison=f"median +{extra / 1e3:.0f} kB over the bare page",
+        target=f"<= +{TARGET_PAGE_EXTRA / 1e3:.0f} kB", passed=extra <= TARGET_PAGE_EXTRA,
+        notes=["a page's HTML and the local scripts, stylesheets and images it names, as a reader's first visit "
+               "loads them (the theme's fontawesome.js, 1.49 MB, is in every page and in the bare one)"],
+        samples={"pages": weights, "bare": bare})
