@@ -514,12 +514,15 @@ def plot_curves(data: pd.DataFrame | None, published: pd.DataFrame | None = None
     groups = list(dict.fromkeys([*published.get(hue, pd.Series(dtype=object)).dropna(),
                                  *data.get(hue, pd.Series(dtype=object)).dropna()]))
     colours = dict(zip(groups, sns.color_palette("colorblind", max(len(groups), 1))))
+    # each system its marker as well as its colour: colour is never the only thing telling the curves apart
+    shapes = ("o", "s", "^", "v", "P", "X", "<", ">", "h", "d")
+    markers = {g: shapes[i % len(shapes)] for i, g in enumerate(groups)}
     for g in groups:
         pub = published[published[hue] == g] if hue in published else published.iloc[0:0]
         if not pub.empty:
             order = "client_total" if "client_total" in pub else "point" if "point" in pub else x
             pub = pub.sort_values(order)
-            ax.plot(pub[x], pub[y], linestyle="--", marker="o", markerfacecolor="none", color=colours[g],
+            ax.plot(pub[x], pub[y], linestyle="--", marker=markers[g], markerfacecolor="none", color=colours[g],
                     alpha=0.8, label=f"{g} (published)")
             k = pub[pub["knee"]]
             ax.plot(k[x], k[y], marker="*", markersize=16, markerfacecolor="none", markeredgewidth=1.5,
@@ -527,7 +530,7 @@ def plot_curves(data: pd.DataFrame | None, published: pd.DataFrame | None = None
         mine = data[data[hue] == g] if hue in data else data.iloc[0:0]
         if not mine.empty:
             mine = mine.sort_values("clients" if "clients" in mine else x)
-            ax.plot(mine[x], mine[y], linestyle="-", marker="o", color=colours[g], label=f"{g} (measured)",
+            ax.plot(mine[x], mine[y], linestyle="-", marker=markers[g], color=colours[g], label=f"{g} (measured)",
                     zorder=4)
             k = mine[mine["knee"].astype(bool)]
             ax.plot(k[x], k[y], marker="*", markersize=18, linestyle="none", color=colours[g], zorder=6,
