@@ -88,9 +88,9 @@ def test_a_lab_save_leaves_git_status_clean(tmp_path):
     manager = FileContentsManager(root_dir=str(repo), pre_save_hook="reprobook.book.clean.pre_save")
     model = manager.get(f"notebooks/{nb_path.name}")
     sent = nbformat.from_dict(_as_lab_leaves_it(model["content"]))
-    sent.nbformat_minor = 5  # Lab upgrades what it opens to 4.5 and gives every cell an id
+    sent.nbformat_minor = 5  # Lab keeps a cell's id, and gives one to a cell without (a 4.4 notebook's)
     for i, cell in enumerate(sent.cells):
-        cell["id"] = f"cell-{i}"
+        cell.setdefault("id", f"cell-{i}")
     manager.save({"type": "notebook", "format": "json", "content": sent}, f"notebooks/{nb_path.name}")
     assert git("status", "--porcelain") == "", nb_path.read_text()[:2000]
     # an edit made in Lab is saved (and shows)
@@ -106,3 +106,32 @@ def test_make_setup_installs_the_filter():
     assert "filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean'" in makefile
     assert "*.ipynb filter=reprobook-notebook" in (ROOT / ".gitattributes").read_text()
     assert "--ContentsManager.pre_save_hook=reprobook.book.clean.pre_save" in makefile
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, *sorted(ROOT.glob("book/**/*.ipynb"))], ids=lambda p: p.stem)
+def test_notebooks_are_stored_in_nbformat_4_5_with_cell_ids(path):
+    # Lab gives a 4.4 notebook cell ids as it opens it, so closing it asked to save changes nobody made
+    import nbformat
+    nb = json.loads(path.read_text())
+    assert (nb["nbformat"], nb["nbformat_minor"]) == (4, 5), path
+    ids = [cell.get("id") for cell in nb["cells"]]
+    assert all(ids) and len(set(ids)) == len(ids), path
+    nbformat.validate(nbformat.from_dict(nb))
+
+
+def test_a_notebook_stored_without_cell_ids_is_saved_without_them(tmp_path):
+    import nbformat
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    nb = json.loads(NOTEBOOKS[0].read_text())
+    nb["nbformat_minor"] = 4
+    for cell in nb["cells"]:
+        cell.pop("id")
+    stored = clean_text(json.dumps(nb))
+    (tmp_path / "old.ipynb").write_text(stored)
+    manager = FileContentsManager(root_dir=str(tmp_path), pre_save_hook="reprobook.book.clean.pre_save")
+    sent = nbformat.from_dict(_as_lab_leaves_it(nb))
+    sent.nbformat_minor = 5
+    for i, cell in enumerate(sent.cells):
+        cell["id"] = f"new-{i}"
+    manager.save({"type": "notebook", "format": "json", "content": sent}, "old.ipynb")
+    assert (tmp_path / "old.ipynb").read_text() == stored
