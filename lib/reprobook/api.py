@@ -294,12 +294,12 @@ def evaluate(key: str | Claim, source: str = "auto") -> Evaluation:
 
 
 def describe(claim: Claim):
-    """The claim, its references, machine needs and published numbers (every source), as Markdown for the page."""
+    """The claim's references, machine needs and published numbers (every source), as Markdown for the page."""
     from IPython.display import Markdown
     needs = "; ".join(claim.requires.describe())
     testbed = claim.requires.testbed
-    lines = [f"**Claim.** {claim.statement}", "",
-             f"**In the paper:** {', '.join(claim.refs)}. **Machine:** {needs or 'any'}"
+    # the claim itself is stated once, at the top of the page with its verdict (ClaimVerdict's badge), not here
+    lines = [f"**In the paper:** {', '.join(claim.refs)}. **Machine:** {needs or 'any'}"
              + (f" ({testbed})" if testbed else "") + ". "
              + (f"**Expected time of a live run:** {claim.expected_time}." if claim.expected_time else ""),
              ""]

@@ -42,6 +42,17 @@ class Outputs:
     scale: str | None = None             # the run's scale (None for shipped outputs: the authors' own runs)
     deviations: tuple = ()               # what the run did differently from the guide (dicts: kind, what, diff)
     toolchains: tuple[str, ...] = ()     # the toolchains its steps reported using (reprobook.core.scales.TOOLCHAIN_MARKER)
+    # where the files lie on this machine -> how a reader knows them: an artifact's as owner/repo@commit:path, a
+    # run's relative to the run ("" : the path inside it); see `name`
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def name(self, text: str | Path) -> str:
+        """``text`` (a path, or a message naming some) with each file named as the reader knows it, not by where
+        it lies on the machine that read it."""
+        text = str(text)
+        for root, shown in sorted(self.names.items(), key=lambda kv: -len(kv[0])):
+            text = text.replace(root + os.sep, f"{shown}/" if shown else "").replace(root, shown or ".")
+        return text
 
     @property
     def available(self) -> bool:
@@ -88,8 +99,8 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
         host = "a host (name withheld)" if redact_hosts else f"host {run.manifest.get('host', '?')!r}"
         label = f"run {run.id} on {host} ({when})"
     return Outputs(claim.key, run.manifest.get("source", "live"), label,
-                   {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id,
-                   location="(withheld)" if redact_hosts else str(run.path),
+                   {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, names={str(run.path): ""},
+                   location="(withheld)" if redact_hosts else f"run {run.id}",
                    shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()), host_facts=run_host_facts(run),
                    **run_scale(claim, run))
 
@@ -125,18 +136,34 @@ def reference(project: Project, claim: Claim) -> Outputs:
     if not claim.reference:
         return Outputs(claim.key, "none", "not run", detail="the authors ship no outputs for this claim")
     paper = project.paper(claim.paper)
-    files, refs = {}, []
+    files, refs, names = {}, [], {}
     for name, ref in claim.reference.items():
         r = artifacts.parse_ref(ref, paper)
-        files[name] = _expand(artifacts.resolve(r, project.settings))
+        where = artifacts.resolve(r, project.settings)
+        files[name] = _expand(where)
         refs.append(str(r))
+        names[str(where)] = f"{r.owner_repo}@{r.commit}:{r.path}".rstrip(":")
     return Outputs(claim.key, "reference", "the authors' shipped outputs: " + "; ".join(refs), files,
-                   location=", ".join(refs))
+                   location=", ".join(refs), names=names)
+
+
+def params_words(params: Mapping) -> str:
+    """Parameters as a reader reads them: ``at rehearsal scale``, ``with clients 2 and 4, duration_s 10``."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, (list, tuple)):
+            items = [value(x) for x in v]
+            return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+        return str(v)
+    scale = params.get("scale")
+    rest = ", ".join(f"{k} {value(v)}" for k, v in params.items() if k != "scale")
+    return " ".join(filter(None, [f"at {scale} scale" if scale else "", f"with {rest}" if rest else ""]))
 
 
 def _no_outputs(claim: Claim, params: Mapping | None) -> str:
     given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
-    with_params = f" with parameters {given}" if given else ""
+    with_params = f" {params_words(given)}" if given else ""
     # in a reader's words, no markup: the reason is shown as plain text in the verdict box and the summary
     how = ("run it live on a host that meets its needs (what that takes is on its page)" if claim.runs_live else
            f"run its steps by hand, then record their outputs with reprobook import {claim.key}")

@@ -374,3 +374,68 @@ def test_summary_says_when_and_with_what_it_was_built(site):
         text = page_report(page)["text"]
     assert re.search(r"Verdicts computed on \d{4}-\d\d-\d\d \d\d:\d\d UTC by reprobook "
                      + re.escape(reprobook.__version__) + r", commit [0-9a-f]{12}", text), text[:2000]
+
+
+class _VisibleText(HTMLParser):
+    """A page's text less its code listings (the notebooks' code cells and the steps' commands)."""
+
+    CODE = ("highlight-ipython3", "highlight-python", "highlight-bash", "highlight-yaml", "highlight-default",
+            "highlight-shell", "highlight-json", "highlight-diff")
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.parts = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "hr", "meta", "link", "input", "col", "wbr", "source"):
+            return
+        self.stack.append(any(c in (dict(attrs).get("class") or "") for c in self.CODE) or tag in ("script", "style"))
+
+    def handle_endtag(self, tag):
+        if tag not in ("br", "img", "hr", "meta", "link", "input", "col", "wbr", "source") and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if not any(self.stack):
+            self.parts.append(data)
+
+
+def machine_paths(text: str, *extra: Path) -> list[str]:
+    """Places on the machine that built the site (or wrote the report) that ``text`` names."""
+    import re
+    import tempfile
+    found = [str(p) for p in (ROOT, ROOT.parent / "shared", *extra) if str(p) in text]
+    home = re.escape(str(Path.home()))
+    # the home directory, less the container path /root/eval of Verus's docker commands (not this machine's)
+    found += re.findall(home + r"/(?!eval\b)[\w.-]+", text) if str(Path.home()) != "/" else []
+    found += re.findall(re.escape(tempfile.gettempdir()) + r"/(?:pytest-of-|tmp[\w]{6,}|reprobook-)[\w./-]*", text)
+    return found
+
+
+def test_no_page_shows_a_machine_path_or_a_python_repr(site, mirror, empty_runs):
+    import re
+    html = ROOT / "_build" / "html"
+    pages = [p for p in sorted(html.rglob("*.html")) if "_static" not in p.parts and "_sources" not in p.parts]
+    assert len(pages) > 25
+    bad = []
+    for page in pages:
+        raw = page.read_text()
+        for path in machine_paths(raw, mirror, empty_runs):
+            bad.append(f"{page.relative_to(html)}: names {path}")
+        parser = _VisibleText()
+        parser.feed(raw)
+        text = " ".join(" ".join(parser.parts).split())
+        import html as html_mod
+        text = html_mod.unescape(text)
+        for m in re.finditer(r"\{'[^'{}]*': |\['[^'\]]*', '", text):
+            bad.append(f"{page.relative_to(html)}: a Python repr: …{text[max(0, m.start() - 60):m.end() + 40]}…")
+    assert not bad, "\n".join(bad)
+    # and each claim page states its claim once (with its verdict at the top)
+    from reprobook.core.config import load_project
+    for claim in load_project(ROOT).all_claims():
+        parser = _VisibleText()
+        parser.feed((html / "notebooks" / claim.paper / f"{claim.id}.html").read_text())
+        text = " ".join(" ".join(parser.parts).split())
+        import html as html_mod
+        text = html_mod.unescape(text).replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+        assert text.count(" ".join(claim.statement.split())[:80]) == 1, claim.key

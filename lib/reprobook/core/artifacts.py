@@ -93,6 +93,16 @@ def parse_ref(ref: str, paper: Paper | None = None) -> ArtifactRef:
     return ArtifactRef(repo, m["commit"], path)  # which checks the path once more, as for any reference
 
 
+_IN_MIRROR = re.compile(r"(?:^|/)github\.com/([^/]+/[^/]+)/([0-9a-f]{7,40})(?:/(.*))?$")
+
+
+def named(path: str | Path) -> str:
+    """A file of the artifact mirror or cache as a reader knows it, ``owner/repo@commit:path`` (any other path as
+    it is): pages and messages never show where the artifacts lie on the machine that read them."""
+    m = _IN_MIRROR.search(str(path))
+    return f"{m[1]}@{m[2]}:{m[3] or ''}".rstrip(":") if m else str(path)
+
+
 def resolve(ref: ArtifactRef, settings: Settings) -> Path:
     """The local path of ``ref``, from the mirror or the git-filled cache.
 

@@ -17,10 +17,11 @@ by `reprobook.core.plugins`; asking the registry imports them all.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from reprobook.core.plugins import load_papers
-from reprobook.errors import ConfigError
+from reprobook.errors import ConfigError, ReprobookError
 
 _REGISTRY: dict[str, Callable] = {}
 
@@ -72,4 +73,20 @@ def load(claim, outputs):
     import pandas as pd
     if outputs is None or not outputs.available:
         return pd.DataFrame()
-    return get_loader(claim.loader)(outputs)
+    name = getattr(outputs, "name", None)
+    try:
+        table = get_loader(claim.loader)(outputs)
+    except ReprobookError as exc:   # its message names the files as a reader knows them, too
+        if name is not None:
+            exc.message = name(exc.message)
+            exc.args = (exc.message, *exc.args[1:])
+        raise
+    if name is not None and isinstance(table, pd.DataFrame):
+        # the files a table's notes name (its source, findings, files checked) as a reader knows them: an artifact's
+        # as owner/repo@commit:path, a run's relative to the run, never where they lie on the machine that read them
+        for key, value in list(table.attrs.items()):
+            if isinstance(value, (str, Path)):
+                table.attrs[key] = name(value)
+            elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, Path)) for v in value):
+                table.attrs[key] = [name(v) for v in value]
+    return table

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from reprobook.core import artifacts
 from reprobook.errors import ConfigError
 
 CLIENT_KEYS = ("client_total", "client_processes_per_client_node", "client_threads_per_process")
@@ -129,7 +130,7 @@ class GeneratedConfig:
         """A unified diff of the original (re-indented) against the generated config."""
         before = (json.dumps(self.original, indent=2) + "\n").splitlines(keepends=True)
         return "".join(difflib.unified_diff(before, self.text().splitlines(keepends=True),
-                                            fromfile=f"{self.source} (the authors')",
+                                            fromfile=f"{artifacts.named(self.source)} (the authors')",
                                             tofile=f"{self.name} (generated)", n=context))
 
     def table(self):
