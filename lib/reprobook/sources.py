@@ -383,6 +383,6 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
                               f"use --source auto or live")
         return obtain(project, claim, used, params=params, progress=progress)
     if run.status != "succeeded":
-        raise ConfigError(f"run {source} did not succeed (status: {run.status}); its outputs are in {run.path}. "
+        raise ConfigError(f"run {source} did not succeed (status: {run.status}; `reprobook status {source}` says more). "
                           f"Run it again with the same parameters to resume it, or use --new to start afresh.")
     return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
