@@ -57,7 +57,10 @@ def _verdict(out: Path) -> str:
 # outputs, an honest "not run" (with what to do) where they do not.
 # Vector commitments: its published numbers are the medians of the very files the authors ship, so judging those
 # files compares them with themselves; the verdict says exactly that instead of "holds" (published_from_reference).
-REFERENCE = {"aardvark/vector-commitments": "consistent with the authors' raw results", "aardvark/validator-throughput": "holds",
+# Validator throughput: judged over the authors' 10 trials per point, the 32-core modify rate (2950 ops/s against a
+# 3000 ceiling) is within the trials' own noise of the bound (95 % interval of the margin -0.1 % to +4.0 %).
+REFERENCE = {"aardvark/vector-commitments": "consistent with the authors' raw results",
+             "aardvark/validator-throughput": "inconclusive",
              "aardvark/archive-throughput": "holds", "verus/macro-stats": "holds", "verus/pm-log": "holds",
              "verus/ironkv": "holds", "verus/millibenchmarks": "not run", "verus/page-table": "not run",
              "verus/mimalloc": "not run", "verus/node-replication": "not run", "ozz/lmbench-overhead": "not run",

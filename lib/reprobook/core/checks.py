@@ -903,6 +903,34 @@ def judged_on(scale: str | None, host_facts: Mapping | None) -> str:
     return f"{scale or 'paper'} scale, on {machine}"
 
 
+def _trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
+    """What the checks judge: the loader's rows of repeated trials when it keeps them (``attrs["trials"]``: the
+    trial column, the statistic, the rows; see `_with_trials`), else the measured table itself."""
+    spec = measured.attrs.get("trials")
+    if not isinstance(spec, Mapping) or not spec.get("rows"):
+        return measured
+    rows = pd.DataFrame(list(spec["rows"]))
+    trial, stat_name = spec.get("column", "trial"), spec.get("statistic", "mean")
+    rows.attrs = {"trial_column": trial, "trial_statistic": stat_name}
+    # only while they still are the table's trials: a table filtered or changed after loading keeps its attrs,
+    # and is then judged as it is
+    shared = [c for c in rows.columns if c in measured.columns and c != trial]
+    floats = [c for c in shared if pd.api.types.is_float_dtype(rows[c])]
+    keys = [c for c in shared if c not in floats]
+    if not keys or not floats:
+        return measured
+    try:
+        collapsed = rows.groupby(keys, dropna=False)[floats].agg(_STATISTICS[stat_name]).reset_index()
+        both = measured[keys + floats].merge(collapsed, on=keys, how="outer", suffixes=("", " (trials)"),
+                                             indicator=True)
+    except (KeyError, TypeError, ValueError):
+        return measured
+    same = (both["_merge"] == "both").all() and all(
+        np.isclose(both[c].to_numpy(float), both[f"{c} (trials)"].to_numpy(float), rtol=1e-9, equal_nan=True).all()
+        for c in floats)
+    return rows if same else measured
+
+
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
                 published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
                 warnings: Iterable[str] = (), scale: str | None = None,
@@ -929,7 +957,8 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
-    results = tuple(_judged(spec, evaluate_check(spec, measured, pub), scale, host_facts, claim.requires, imported)
+    judged = _trial_rows(measured)
+    results = tuple(_judged(spec, evaluate_check(spec, judged, pub), scale, host_facts, claim.requires, imported)
                     for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]

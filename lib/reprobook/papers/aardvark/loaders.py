@@ -58,13 +58,25 @@ def validators(outputs) -> pd.DataFrame:
     trials = _trials(outputs, "validator", "validators")
     txns, blocks = _sizes(outputs)
     ops = txns * blocks
-    return parse.throughput_summary(parse.throughput(trials, ops_per_trial=ops))
+    rates = parse.throughput(trials, ops_per_trial=ops)
+    return _with_trials(parse.throughput_summary(rates), rates)
 
 
 @loader("aardvark.archives")
 def archives(outputs) -> pd.DataFrame:
     """Archive throughput per core (a trial is one block: 10,000 operations at the paper's scale), adding ``ops_per_s_per_core``."""
     trials = _trials(outputs, "archive", "archives")
-    summary = parse.throughput_summary(parse.throughput(trials, ops_per_trial=_sizes(outputs)[0]))
+    rates = parse.throughput(trials, ops_per_trial=_sizes(outputs)[0])
+    summary = parse.throughput_summary(rates)
     summary["ops_per_s_per_core"] = summary["mean_ops_per_s"] / summary["cores"]
+    return _with_trials(summary, rates)
+
+
+def _with_trials(summary: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` carrying its trials (``attrs["trials"]``), so that the checks judge each point over them with an
+    interval (`reprobook.core.checks`): one row per trial, its rate under the summary's column names, and the
+    statistic that gives the summary's value (total operations over total time: the harmonic mean of the rates)."""
+    per = rates.drop(columns=["seconds"]).rename(columns={"ops_per_s": "mean_ops_per_s"})
+    per["ops_per_s_per_core"] = per["mean_ops_per_s"] / per["cores"]
+    summary.attrs["trials"] = {"column": "trial", "statistic": "hmean", "rows": per.to_dict("records")}
     return summary
