@@ -23,6 +23,10 @@ COMMANDS = [
     ("reprobook run aardvark --all --hosts node1,node2,node3", 4,
      "tests/integration/test_pool.py::test_the_command_prints_the_plan_a_summary_and_the_worst_exit_code"),
     ("reprobook report aardvark", 0, "tests/unit/test_report.py (with the mirror and offline)"),
+    ("reprobook cloudlab profile pesto/sample-runs -o pesto-profile.py", 0,
+     "tests/unit/test_cloudlab_profiles.py (the profile run under the real geni-lib)"),
+    ("reprobook cloudlab import manifest.xml --cluster pesto --claim pesto/sample-runs", 1,
+     "tests/integration/test_cloudlab_roundtrip.py (on loopback sshd hosts: 1 while a host falls short or is down)"),
     ("reprobook --help", 0, "here"),
     (".venv/bin/python -m benchmarks --help", 0, "here"),
 ]

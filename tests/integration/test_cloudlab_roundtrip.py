@@ -1,0 +1,147 @@
+"""From a profile to a checked cluster, on loopback: profile -> geni-lib's request RSpec -> a manifest -> import.
+
+The profile of a Pesto claim at rehearsal scale runs under the real geni-lib; its request RSpec becomes a
+manifest the way the portal makes one (a ``<login>`` and a ``<host>`` per node, ``hardware_type`` "pc" with
+the real type in ``emulab:vnode``, the root still saying ``type="request"``), whose hosts are this test's
+sshd servers on loopback. ``reprobook cloudlab import`` then writes the cluster, records the host keys
+through trust-host (none is trusted beforehand) and checks every host at once. The user's SSH setup is
+the testbed's: its key and known_hosts for every 127.0.0.* address, as ~/.ssh would give them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+
+from reprobook.core.config import load_hosts
+from tests.integration.conftest import unavailable
+from tests.support import genilib
+
+pytestmark = pytest.mark.ssh
+ROOT = Path(__file__).resolve().parents[2]
+REPROBOOK = [sys.executable, "-m", "reprobook"]
+RSPEC = "http://www.geni.net/resources/rspec/3"
+EMULAB = "http://www.protogeni.net/resources/rspec/ext/emulab/1"
+
+
+def _request(tmp_path: Path, claim: str) -> str:
+    try:
+        genilib.site_dir()
+    except genilib.Unavailable as exc:
+        unavailable(str(exc))
+    script = tmp_path / "profile.py"
+    subprocess.run(REPROBOOK + ["cloudlab", "profile", claim, "--scale", "rehearsal", "-o", str(script)],
+                   check=True, capture_output=True, text=True, timeout=120)
+    return genilib.run_profile(script, tmp_path / "request.xml")
+
+
+def _manifest(request: str, bed, first_addr: int, path: Path) -> list[str]:
+    """The request RSpec as the portal's manifest of it, each node one of ``bed``'s sshd hosts."""
+    ET.register_namespace("", RSPEC)
+    ET.register_namespace("emulab", EMULAB)
+    root = ET.fromstring(request)
+    names = []
+    for i, node in enumerate(root.findall(f"{{{RSPEC}}}node")):
+        name = node.get("client_id")
+        addr = f"127.0.0.{first_addr + i}"
+        server = bed.add_host(f"lo-{name}", addr, trust=False)   # no key recorded: import must do it
+        hw = node.find(f"{{{RSPEC}}}hardware_type")
+        real = hw.get("name")
+        hw.set("name", "pc")
+        node.set("sliver_id", f"urn:publicid:IDN+utah.cloudlab.us+sliver+{1000 + i}")
+        services = node.find(f"{{{RSPEC}}}services")
+        ET.SubElement(services, f"{{{RSPEC}}}login", {"authentication": "ssh-keys", "hostname": addr,
+                                                      "port": str(server.port), "username": bed.user})
+        ET.SubElement(node, f"{{{EMULAB}}}vnode", {"name": f"ms{1000 + i}", "hardware_type": real})
+        ET.SubElement(node, f"{{{RSPEC}}}host", {"name": addr, "ipv4": addr})
+        names.append(name)
+    ET.SubElement(root, f"{{{EMULAB}}}portal", {"name": "cloudlab", "project": "reprobook-PG0",
+                                                 "experiment": "loopback"})
+    path.write_text(ET.tostring(root, encoding="unicode"))
+    return names
+
+
+@pytest.fixture
+def user_ssh(bed, tmp_path, monkeypatch):
+    """The testbed's key and known_hosts for every host, as a user's ~/.ssh gives them (last: the first value wins)."""
+    with open(bed.ssh_config_path, "a") as f:
+        f.write(f"\nHost *\n    IdentityFile {bed.client_key_path}\n    IdentitiesOnly yes\n"
+                f"    UserKnownHostsFile {bed.known_hosts_path}\n    GlobalKnownHostsFile /dev/null\n"
+                f"    StrictHostKeyChecking yes\n    ConnectTimeout 5\n")
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("# the evaluator's hosts\nhosts:\n  laptop:\n    ssh: me@laptop.example.org\n    workdir: /w\n"
+                     "clusters:\n  other:   # kept as it is\n    roles:\n      control: [laptop]\n")
+    monkeypatch.setenv("REPROBOOK_ROOT", str(ROOT))
+    monkeypatch.setenv("REPROBOOK_HOSTS", str(hosts))
+    monkeypatch.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    return hosts
+
+
+def _import(manifest: Path, cluster: str, claim: str, workdir: Path):
+    t0 = time.monotonic()
+    res = subprocess.run(REPROBOOK + ["cloudlab", "import", str(manifest), "--cluster", cluster, "--claim", claim,
+                                      "--workdir", str(workdir), "--yes"], capture_output=True, text=True, timeout=300)
+    return res, time.monotonic() - t0
+
+
+def test_pesto_rehearsal_profile_to_a_checked_cluster(bed, user_ssh, tmp_path):
+    claim = "pesto/rehearsal-tapir"
+    names = _manifest(_request(tmp_path, claim), bed, 70, tmp_path / "manifest.xml")
+    assert names == ["control", "us-east-1-0", "client-0-0"]
+    assert bed.known_hosts_path.read_text().strip() == ""
+    res, took = _import(tmp_path / "manifest.xml", "rehearsal", claim, tmp_path / "work")
+    print(f"\n{res.stdout}\nimport and check of 3 loopback hosts: {took:.1f} s")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "cluster rehearsal: 3 of 3 hosts answered" in res.stdout
+    assert f"{claim}: every host answers and meets its role's requirements" in res.stdout
+    assert "  us-east-1-0 (server): " in res.stdout and "SHA256:" in res.stdout   # each fingerprint shown
+    # the keys were recorded through trust-host, one per host, into the known_hosts the SSH config names
+    assert len(bed.known_hosts_path.read_text().splitlines()) == 3
+    cfg = load_hosts(user_ssh)
+    assert dict(cfg.clusters["rehearsal"].roles) == {"control": ("control",), "server": ("us-east-1-0",),
+                                                     "client": ("client-0-0",)}
+    assert cfg.hosts["us-east-1-0"].ssh == f"{bed.user}@127.0.0.71:{bed.servers['lo-us-east-1-0'].port}"
+    assert "m510" in cfg.hosts["control"].description and "laptop" in cfg.hosts
+    assert user_ssh.read_text().startswith("# the evaluator's hosts\nhosts:\n  laptop:\n")
+    # the SSH config the user's includes reaches each node by its short name with plain OpenSSH
+    out = subprocess.run(["ssh", "-F", str(bed.ssh_config_path), "us-east-1-0", "echo", "reached"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "reached", out.stderr
+    # check-host and plan see the imported cluster as any other
+    chk = subprocess.run(REPROBOOK + ["check-host", "rehearsal", "--claim", claim], capture_output=True, text=True,
+                         timeout=120)
+    assert chk.returncode == 0 and "control (control)" in chk.stdout, chk.stdout + chk.stderr
+    plan = subprocess.run(REPROBOOK + ["plan", claim, "--host", "rehearsal", "-p", "scale", "rehearsal"],
+                          capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0 and "role server: us-east-1-0" in plan.stdout, plan.stdout + plan.stderr
+
+
+def test_sample_runs_rehearsal_with_a_host_down_names_it_and_writes_the_others(bed, user_ssh, tmp_path):
+    claim = "pesto/sample-runs"
+    names = _manifest(_request(tmp_path, claim), bed, 80, tmp_path / "manifest.xml")
+    assert names == ["control", "us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1",
+                     "eu-west-1-2", "client-0-0"]
+    bed.servers["lo-eu-west-1-1"].stop()
+    res, took = _import(tmp_path / "manifest.xml", "pesto", claim, tmp_path / "work")
+    print(f"\n{res.stdout}\nimport and check of 8 loopback hosts, one down: {took:.1f} s")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "cluster pesto: 7 of 8 hosts answered" in res.stdout
+    assert "eu-west-1-1 (server): not reachable" in res.stdout
+    assert "  us-east-1-0 (server): " in res.stdout and "us-east-1-0 (server): not reachable" not in res.stdout
+    assert len(load_hosts(user_ssh).clusters["pesto"].roles["server"]) == 6   # written all the same
+    # the host back: importing again records its key and every host answers
+    bed.servers["lo-eu-west-1-1"].start()
+    res, _ = _import(tmp_path / "manifest.xml", "pesto", claim, tmp_path / "work")
+    assert "cluster pesto: 8 of 8 hosts answered" in res.stdout, res.stdout + res.stderr
+    assert len(bed.known_hosts_path.read_text().splitlines()) == 8
+    # what may still fall short here is the guide's machine (Ubuntu, GNU parallel), never a host's reachability
+    for line in res.stdout.splitlines():
+        if "falls short" in line:
+            assert all(("Ubuntu" in s or "'parallel'" in s) for s in line.split("falls short: ", 1)[1].split("; ")), line
