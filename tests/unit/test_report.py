@@ -55,8 +55,11 @@ def test_the_report_of_the_shipped_outputs_validates_and_claims_no_reproduction(
     assert vc["source"] == "reference" and vc["judged_run"] is None and vc["host_facts"] is None
     assert vc["authors_machine"]["cores"] == 64
     assert {c["badge"]["suggested"] for c in data["claims"]} == {"Available"}
-    assert data["badge"]["suggested"] == "Available" and data["verdicts"]["holds"] == 3
-    assert by["aardvark/validator-throughput"]["margin"] == pytest.approx(0.017, abs=0.001)
+    assert data["badge"]["suggested"] == "Available" and data["verdicts"]["holds"] == 2
+    # the validator's 32-core modify rate is within its 10 trials' noise of the 3000 ops/s ceiling (issue 26)
+    validator = by["aardvark/validator-throughput"]
+    assert validator["verdict"] == "inconclusive" and validator["margin"] is None
+    assert "95 % interval of the margin" in validator["checks"][0]["reason"]
     md = report.report_markdown(data)
     assert "| Vector-commitment costs (Table 1) | consistent with the authors' raw results | +88.4% | reference | Available |" in md
     assert "**The authors' machine**" in md and "cores: 64" in md
