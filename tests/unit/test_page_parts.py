@@ -102,3 +102,12 @@ def test_the_way_forward_follows_the_badge_to_the_top():
     raws = [n.astext() for n in section.children[1:3]]
     assert "reprobook-badge" in raws[0] and "reprobook-howto" in raws[1]
     assert all("reprobook-howto" not in n.astext() for n in section.children[3:])
+
+
+def test_the_site_answers_a_browsers_favicon_request_with_an_image():
+    import io
+
+    from PIL import Image
+    image = Image.open(io.BytesIO(sphinxext.favicon_png()))
+    image.load()
+    assert image.size == (16, 16)

@@ -149,6 +149,27 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
                      getattr(app.config, "nb_ipywidgets_js", {}) or {})
 
 
+def favicon_png(size: int = 16, rgb: tuple[int, int, int] = (26, 127, 55)) -> bytes:
+    """A small square icon (the colour of *holds*) as PNG bytes, made here so the book ships no binary file."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    row = b"\x00" + bytes(rgb) * size
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(row * size)) + chunk(b"IEND", b""))
+
+
+def _build_finished(app, exception) -> None:
+    # a browser asks every site for /favicon.ico (the root's redirect page names no icon): answer it, not a 404
+    if exception is None and getattr(app.builder, "format", "") == "html":
+        icon = Path(app.outdir) / "favicon.ico"
+        if not icon.exists():
+            icon.write_bytes(favicon_png())
+
+
 def _config_inited(app, config) -> None:
     config.html_static_path.append(str(STATIC))
 
@@ -156,6 +177,7 @@ def _config_inited(app, config) -> None:
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("doctree-read", _doctree_read)
+    app.connect("build-finished", _build_finished)
     app.connect("html-page-context", _page_context, priority=900)  # after MyST-NB adds the page's scripts
     app.add_css_file("reprobook.css")
     app.add_js_file("reprobook.js", loading_method="defer")

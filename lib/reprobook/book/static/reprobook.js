@@ -8,7 +8,7 @@ function reprobookA11y() {
     s.setAttribute("aria-label", link ? `Sections of ${link.textContent.trim()}` : "Show or hide the sections");
   });
   // a wide table or output scrolls sideways: the keyboard reaches it (tab to it, then the arrow keys)
-  document.querySelectorAll(".reprobook-scroll, div.cell_output").forEach((el) => {
+  document.querySelectorAll(".reprobook-scroll, div.cell_output, .bd-article table, .bd-article pre").forEach((el) => {
     if (el.scrollWidth > el.clientWidth + 1 && !el.hasAttribute("tabindex")) {
       el.setAttribute("tabindex", "0");
       el.setAttribute("role", "region");
