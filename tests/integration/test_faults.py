@@ -112,7 +112,7 @@ def test_killed_remote_job_is_recorded_lost_not_running(fixture):
                                timeout=60, what="the fixture benchmark to start")
             pid = int((rundir / "pid").read_text())
             os.killpg(pid, signal.SIGKILL)  # the wrapper is a session leader: its pid is the group id
-            killed.update(run_id=rundir.name, pid=pid)
+            killed.update(run_id=rundir.name, pid=pid, at=time.monotonic())
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread below
             killed["error"] = exc
 
@@ -121,11 +121,14 @@ def test_killed_remote_job_is_recorded_lost_not_running(fixture):
     t0 = time.monotonic()
     with pytest.raises(RunLost) as err:
         perform(project, claim, "node1", {"duration": 4}, progress=False, poll_s=0.2)
-    elapsed = time.monotonic() - t0
+    noticed = time.monotonic()
     killer.join(5)
     assert "error" not in killed, killed.get("error")
     rid = killed["run_id"]
-    assert elapsed < 20, f"the loss of the job took {elapsed:.1f} s to notice"
+    # counted from the kill, not from the launch (which a loaded machine slows, and which is not what is judged):
+    # perform polls every 0.2 s; 20 s is far beyond a few polls, and well before the job would have ended anyway
+    assert noticed - killed["at"] < 20, f"the loss of the job took {noticed - killed['at']:.1f} s to notice"
+    print(f"\nthe lost job noticed {noticed - killed['at']:.1f} s after the kill ({noticed - t0:.1f} s after launch)")
 
     msg = str(err.value)
     assert "no exit code" in msg and rid in msg and "node1" in msg
@@ -495,7 +498,7 @@ def test_unwritable_run_directory_names_the_path_and_deletes_nothing(fixture, tm
 # --------------------------------------------------------------------------- 4. hosts that cannot be used
 
 CONNECT_TIMEOUT_S = 3
-BOUND_S = 15
+BOUND_S = 15  # five times the connect timeout: the black hole takes that timeout by design, the others fail at once
 
 
 @pytest.fixture(scope="module")
@@ -574,7 +577,11 @@ def test_the_reachable_host_of_the_broken_project_works(broken):
 
 @pytest.fixture(scope="module")
 def check_host_cli(broken_hosts):
-    """``reprobook check-host`` on the down host and on the black hole, run side by side: (result, seconds)."""
+    """``reprobook check-host`` on the down host, on the black hole and on the working host, run side by side.
+
+    name -> (result, seconds). The working host is the control: the same command, started at the same
+    moment under the same load, that has nothing to wait for.
+    """
     env = {**os.environ, "REPROBOOK_ROOT": str(broken_hosts["root"]),
            "REPROBOOK_SSH_CONFIG": str(broken_hosts["ssh_config"])}
     env.pop("REPROBOOK_HOSTS", None)
@@ -585,7 +592,7 @@ def check_host_cli(broken_hosts):
         res = _cli("check-host", name, timeout=60, env=env)
         out[name] = (res, time.monotonic() - t0)
 
-    threads = [threading.Thread(target=one, args=(n,)) for n in ("down", "blackhole")]
+    threads = [threading.Thread(target=one, args=(n,)) for n in ("down", "blackhole", "ok")]
     for t in threads:
         t.start()
     for t in threads:
@@ -599,7 +606,12 @@ def check_host_cli(broken_hosts):
 def test_check_host_cli_exits_2_with_the_reason(check_host_cli, name, words):
     res, elapsed = check_host_cli[name]
     assert res.returncode == 2, res.stdout + res.stderr
-    assert elapsed < BOUND_S, f"check-host {name} took {elapsed:.1f} s"
+    # fails fast: what it costs beyond the same command on the working host, run beside it, is bounded (a bound on
+    # the whole time failed on a loaded machine: 20.1 s there, most of it the CLI's start, which the control pays too)
+    control, control_s = check_host_cli["ok"]
+    assert control.returncode in (0, 1) and "host ok: reachable" in control.stdout, control.stdout + control.stderr
+    assert elapsed - control_s < BOUND_S, f"check-host {name} took {elapsed:.1f} s, on the working host {control_s:.1f} s"
+    print(f"\ncheck-host {name}: {elapsed:.1f} s; on the working host beside it: {control_s:.1f} s")
     # paramiko's own log lines may come before or after it (see the next test): find the CLI's message
     errors = [line for line in res.stderr.splitlines() if line.startswith("reprobook: error: ")]
     assert len(errors) == 1, res.stderr
