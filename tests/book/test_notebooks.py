@@ -53,25 +53,25 @@ def _verdict(out: Path) -> str:
     raise AssertionError(f"no verdict shown in {out}")
 
 
-# What each claim's page says from the authors' shipped outputs alone: a computed verdict where they ship
-# outputs, an honest "not run" (with what to do) where they do not.
-# Vector commitments: its published numbers are the medians of the very files the authors ship, so judging those
-# files compares them with themselves; the verdict says exactly that instead of "holds" (published_from_reference).
-# Validator throughput: judged over the authors' 10 trials per point, the 32-core modify rate (2950 ops/s against a
-# 3000 ceiling) is within the trials' own noise of the bound (95 % interval of the margin -0.1 % to +4.0 %).
-REFERENCE = {"aardvark/vector-commitments": "consistent with the authors' raw results",
-             "aardvark/validator-throughput": "inconclusive",
-             "aardvark/archive-throughput": "holds", "verus/macro-stats": "holds", "verus/pm-log": "holds",
-             "verus/ironkv": "holds", "verus/millibenchmarks": "not run", "verus/page-table": "not run",
-             "verus/mimalloc": "not run", "verus/node-replication": "not run", "ozz/lmbench-overhead": "not run",
-             "pesto/sample-runs": "holds", "pesto/workloads": "not run", "pesto/sharding": "not run",
-             "pesto/point-scan": "not run", "pesto/inconsistency": "not run", "pesto/failures": "not run",
-             "pesto/basil-client-failures": "not run", "pesto/basil-microbenchmarks": "not run",
-             "pesto/rehearsal-tapir": "not run", "pesto/rehearsal-pesto": "not run"}
+# What each claim's page says from the authors' shipped outputs alone, as its paper file declares it
+# (`reference_verdict`): a computed verdict where they ship outputs, an honest "not run" (with what to do) where they do
+# not. Where the published numbers are computed from the very files the authors ship (published_from_reference),
+# judging those files compares them with themselves, and the verdict says exactly that instead of "holds".
+def test_every_claim_with_shipped_outputs_declares_their_verdict():
+    from reprobook.core.config import load_project
+    claims = list(load_project(ROOT).all_claims())
+    assert [c.key for c in claims if c.reference and not c.reference_verdict] == []
+    assert {f"{p.parent.name}/{p.stem}" for p in CLAIMS} == {c.key for c in claims}
 
 
-def test_reference_table_covers_every_claim():
-    assert set(REFERENCE) == {f"{p.parent.name}/{p.stem}" for p in CLAIMS}
+def _expected(key: str) -> str:
+    from reprobook.core.config import load_project
+    claim = load_project(ROOT).claim(key)
+    if not claim.reference:
+        return "not run"
+    if claim.published_from_reference and claim.reference_verdict == "holds":
+        return "consistent with the authors' raw results"
+    return claim.reference_verdict
 
 
 @pytest.mark.parametrize("path", CLAIMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -81,7 +81,7 @@ def test_papermill_auto_without_runs(path, tmp_path, mirror):
     pm.execute_notebook(str(path), str(out), parameters={"source": "auto"}, cwd=str(path.parent),
                         progress_bar=False, kernel_name="python3")
     html = unescape(_verdict(out))
-    want = REFERENCE[f"{path.parent.name}/{path.stem}"]
+    want = _expected(f"{path.parent.name}/{path.stem}")
     assert f">{want}</b>" in html, html[:500]
     if want != "not run":
         assert "the authors' shipped outputs" in html

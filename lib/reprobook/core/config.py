@@ -148,6 +148,8 @@ class Claim:
     # the published numbers are computed from the authors' shipped outputs: judging those outputs compares the
     # files with themselves, and the verdict says so (see reprobook.core.checks.ClaimVerdict.wording)
     published_from_reference: bool = False
+    # the verdict the authors' shipped outputs give (None: the claim has none); tests/book checks every claim's
+    reference_verdict: str | None = None
     # the machine the authors measured on, as the paper file states it (the paper's, then the claim's, key by key);
     # a run's host is compared with it (reprobook.core.requirements.differences)
     authors_machine: Mapping[str, Any] = field(default_factory=dict)
@@ -430,6 +432,9 @@ def load_paper(path: Path) -> Paper:
             raise ConfigError(f"no loader {c['loader']!r} (known: {', '.join(loader_registry.names())})",
                               file=path, key=f"{where}.loader")
         _check_columns(c, loader_registry.columns(c["loader"]), file=path, where=where)
+        if c.get("reference_verdict") and not c.get("reference"):
+            raise ConfigError("reference_verdict is the verdict of the authors' shipped outputs, and the claim names "
+                              "none (reference)", file=path, key=f"{where}.reference_verdict")
         for name, ref in (c.get("reference") or {}).items():
             repo = ref.split("@", 1)[0]
             if "/" not in repo and repo not in repos:
@@ -467,6 +472,7 @@ def load_paper(path: Path) -> Paper:
             roles=_frozen(_roles(c.get("roles"), requires, file=path, key=f"{where}.roles")),
             inputs=_frozen(input_registry.validate(c.get("inputs"), file=path, key=f"{where}.inputs")),
             published_from_reference=bool(c.get("published_from_reference", False)),
+            reference_verdict=c.get("reference_verdict"),
             authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
             scales=_frozen(scales), patches=patches, deviations=deviations,
         )
