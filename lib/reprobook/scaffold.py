@@ -186,11 +186,14 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
         root / "book" / paper / "index.ipynb": nbformat.writes(_chapter(paper, claim, fields["title"],
                                                                          fields["venue"])) + "\n",
     }
+    toc_path = root / "_toc.yml"
+    if not toc_path.is_file():
+        raise ConfigError(f"no _toc.yml in {root}: the website's table of contents, where the paper's chapter goes "
+                          f"(nothing was written)")
     there = [p for p in files if p.exists()]
     if there:
         raise ConfigError(f"{paper} exists already: {', '.join(str(p.relative_to(root)) for p in there)} "
                           f"(nothing was written)")
-    toc_path = root / "_toc.yml"
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

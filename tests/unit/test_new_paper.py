@@ -80,7 +80,11 @@ def test_a_new_paper_keeps_the_import_rules(project):
     assert lint.returncode == 0 and "0 broken" in lint.stdout, lint.stdout + lint.stderr
 
 
-def test_ids_are_checked(project):
+def test_ids_are_checked_and_nothing_is_written_on_a_refusal(project):
     bad = _cli(project, "new", "Bad Name")
     assert bad.returncode == 2 and "lower-case" in bad.stderr
     assert not (project / "configs/papers/Bad Name.yaml").exists()
+    (project / "_toc.yml").unlink()
+    no_toc = _cli(project, "new", "toy")
+    assert no_toc.returncode == 2 and "_toc.yml" in no_toc.stderr and "Traceback" not in no_toc.stderr
+    assert not (project / "configs/papers/toy.yaml").exists() and not (project / "notebooks/toy").exists()
