@@ -185,7 +185,8 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     assert set(measured["system"]) == {"edrax", "aardvark", "merkle"} and (measured["n"] == 20).all()
     (bench_csv,) = run.files("edrax")
     errs = int(re.search(r"^errs,(\d+)", bench_csv.read_text(), re.M).group(1))
-    assert errs == measured.attrs["errs"] == 25  # every verify call fails, warm-up included: EDRAX's own behaviour
+    # every verify call fails, warm-up included (EDRAX's own behaviour): the count follows from the parameters
+    assert errs == measured.attrs["errs"] == m["parameters"]["iterations"] + m["parameters"]["warmup"]
     assert any(t.startswith("rust: rustc ") and t.endswith("with RUSTC_BOOTSTRAP=1") for t in outputs.toolchains)
     page = _html(tmp_path / "vc.ipynb")
     verdict = _verdict(page)
@@ -247,6 +248,9 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     assert "-const startingAddrs = 1000000\n+const startingAddrs = 1000" in page
     assert "*toolchain*: Go: the host's Go" in page and "go: go version go1." in page
 
+    run1 = store.runs(table1)[0]
+    run1_log_mtime = (workdir / ".reprobook" / "runs" / run1.id / "log").stat().st_mtime_ns
+
     # ---- the archive from the command line: checkout, builds and workload reused
     archive = project.claim("aardvark/archive-throughput")
     t0 = time.monotonic()
@@ -258,7 +262,11 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     alog = (workdir / ".reprobook" / "runs" / arun.id / "log").read_text()
     assert "a workload of accounts=1000 txns_per_block=20 workload_blocks=2 is there: not generated again" in alog
     archive_steps = _step_seconds(alog)
-    assert archive_steps["build go-algorand's ledger tests (the Go build the timing runs use)"[:60]] < 60
+    # the Go build reused the validator's: compared with that build's own time in this test (both under the same
+    # load), not with a fixed number of seconds
+    go_build = "build go-algorand's ledger tests (the Go build the timing runs use)"[:60]
+    validator_build = _step_seconds(second)[go_build]
+    assert archive_steps[go_build] < validator_build / 2, (archive_steps[go_build], validator_build)
     ameasured = load(archive, from_run(archive, arun))
     assert not ameasured.empty
     # the paper's per-core rates are about its workload on its machine: a rehearsal is not judged against them
@@ -274,6 +282,8 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
                            capture_output=True, text=True, timeout=300, cwd=ROOT)
     timings["vector-commitments again (CLI)"] = time.monotonic() - t0
     assert again.returncode == EXIT[verdict], again.stdout + again.stderr
-    assert timings["vector-commitments again (CLI)"] < 60
+    # reused, not run again: still the one run, its job's log on the host untouched (not a bound on the CLI's time)
+    assert [r.id for r in store.runs(table1)] == [run1.id], store.runs(table1)
+    assert (workdir / ".reprobook" / "runs" / run1.id / "log").stat().st_mtime_ns == run1_log_mtime
     print("\n" + "; ".join(f"{k} {v:.0f} s" for k, v in timings.items())
           + f"; archive {averdict}, Table 1 {verdict}; archive steps {archive_steps}")
