@@ -639,8 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "else from the names: server-0 -> server)")
     c.add_argument("--claim", help="paper/claim whose roles the node names must fill (refused when they do not), and "
                    "whose requirements the check judges")
-    c.add_argument("--workdir", default="/local/reprobook", help="the hosts' workdir (default: /local/reprobook, "
-                   "which the profile creates)")
+    c.add_argument("--workdir", default="/local/reprobook", help="the hosts' workdir; {name} is each host's name "
+                   "(default: /local/reprobook, which the profile creates)")
     c.add_argument("--yes", action="store_true", help="record unknown host keys without asking (their fingerprints "
                    "are printed; only where you trust the network path, as on a fresh experiment)")
     c.add_argument("--no-check", action="store_true", help="write only; no host keys, no check")

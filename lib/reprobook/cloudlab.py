@@ -387,7 +387,8 @@ def write_cluster(hosts_path: Path, cluster: str, manifest: Manifest, roles: Map
         target = f"{n.user}@{n.hostname}" + ("" if n.port == 22 else f":{n.port}")
         desc = f"{where}, {n.hardware_type or 'hardware type not in the manifest'}" + (
             f" ({n.physical})" if n.physical and n.physical != n.hostname else "")
-        new_entries += _yaml_entry(n.name, {"ssh": target, "workdir": workdir, "description": desc})
+        new_entries += _yaml_entry(n.name, {"ssh": target, "workdir": workdir.replace("{name}", n.name),
+                                            "description": desc})
     gone = sorted(m for m in old_members if m not in by_name and m not in others)
     replaced = sorted(m for m in by_name if m in hosts)
     lines = text.splitlines()

@@ -145,3 +145,61 @@ def test_sample_runs_rehearsal_with_a_host_down_names_it_and_writes_the_others(b
     for line in res.stdout.splitlines():
         if "falls short" in line:
             assert all(("Ubuntu" in s or "'parallel'" in s) for s in line.split("falls short: ", 1)[1].split("; ")), line
+
+
+def test_a_rehearsal_runs_on_the_imported_cluster(tmp_path, bed, monkeypatch):
+    """The Pesto rehearsal (stand-in binaries, the authors' real harness) on a cluster that only an import wrote.
+
+    The project, stand-in paper and sshd hosts are those of tests/integration/test_pequin_harness.py; its
+    hosts file is emptied, and the cluster comes from the manifest of the claim's profile. Two settings are
+    added by hand after the import because they are loopback's, not CloudLab's: the control host clones
+    from the local git mirror, and reaches the others by their names through the testbed's SSH config (on
+    CloudLab the experiment's nodes resolve each other's short names themselves).
+    """
+    from reprobook.core.config import load_project
+    from reprobook.remote.live import perform
+    from tests.integration import test_pequin_harness as harness
+    proj = harness.cluster.__wrapped__(tmp_path, bed, monkeypatch)
+    hosts_file = proj / "configs" / "hosts.yaml"
+    hosts_file.write_text("# written by the import below\nhosts: {}\n")
+    claim = "standin/rehearsal-tapir"
+    try:
+        genilib.site_dir()
+    except genilib.Unavailable as exc:
+        unavailable(str(exc))
+    script = tmp_path / "profile.py"
+    subprocess.run(REPROBOOK + ["cloudlab", "profile", claim, "-o", str(script)], check=True, capture_output=True,
+                   text=True, timeout=120)
+    ET.register_namespace("", RSPEC)
+    root = ET.fromstring(genilib.run_profile(script, tmp_path / "request.xml"))
+    names = []
+    for node in root.findall(f"{{{RSPEC}}}node"):
+        name = node.get("client_id")
+        server = bed.servers[name]   # the harness test's sshd of that name
+        services = node.find(f"{{{RSPEC}}}services")
+        ET.SubElement(services, f"{{{RSPEC}}}login", {"authentication": "ssh-keys", "hostname": server.addr,
+                                                      "port": str(server.port), "username": bed.user})
+        ET.SubElement(node, f"{{{RSPEC}}}host", {"name": server.addr})
+        names.append(name)
+    assert names == ["control", "us-east-1-0", "client-0-0", "client-0-1"]
+    (tmp_path / "manifest.xml").write_text(ET.tostring(root, encoding="unicode"))
+    with open(bed.ssh_config_path, "a") as f:   # the user's key and known_hosts, for the addresses too
+        f.write(f"\nHost *\n    IdentityFile {bed.client_key_path}\n    IdentitiesOnly yes\n"
+                f"    UserKnownHostsFile {bed.known_hosts_path}\n    GlobalKnownHostsFile /dev/null\n")
+    res = subprocess.run(REPROBOOK + ["cloudlab", "import", str(tmp_path / "manifest.xml"), "--cluster", "rehearsal",
+                                      "--claim", claim, "--workdir", str(tmp_path / "work" / "{name}"), "--yes"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "every host answers and meets its role's requirements" in res.stdout
+    data = yaml.safe_load(hosts_file.read_text())
+    data["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{harness.GIT_MIRROR}/"}
+    data["hosts"]["control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
+    hosts_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    project = load_project(proj)
+    run = perform(project, project.claim(claim), "rehearsal", {**harness.FAST, "clients": [4]}, progress=False,
+                  poll_s=0.5)
+    assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
+    assert run.manifest["placement"]["roles"] == {"control": ["control"], "server": ["us-east-1-0"],
+                                                  "client": ["client-0-0", "client-0-1"]}
+    verdict, frame = harness.claim_verdict(project.claim(claim), run)
+    assert list(frame["client_total"]) == [4, 4] and verdict[:2] == ["holds", "holds"], verdict
