@@ -1,0 +1,174 @@
+"""The website built with hostile runs (issue 30): nothing a run says becomes markup, and redaction holds.
+
+The run store holds live runs of Verus page-table and Aardvark archive-throughput whose output, log,
+manifest and deviations are
+full of backticks, ``<script>``, ``<img onerror>``, ``javascript:`` links, MyST roles and
+directives and ``$$``, on a host with a secret name; and an imported Verus IronKV run whose machine description
+is hostile and secret. The book is built for real (``reprobook book``, with
+``REPROBOOK_REDACT_HOSTS=1``); every HTML page is parsed, and the page-table page is loaded in
+headless Chromium, where the payloads would set ``document.title`` if they ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.support.artifacts import VERUS
+from tests.support.web import browser, serve_directory
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.book
+
+RAN = "document.title='PWNED'"
+PAYLOADS = [f"x` <img src=x onerror=\"{RAN}\"> `y", f"<script>{RAN}</script>", f"[click](javascript:{RAN})",
+            f"{{raw}}`html <img src=x onerror=\"{RAN}\">`", "$$\\PWNMATH$$",
+            f"```{{raw}} html\n<script>{RAN}</script>\n```", "<https://evil.example/pwn>"]
+SECRET_HOST, SECRET_MACHINE = "lab-node-7.secret.example", "Secret Lab Box 42"
+PAGE_TABLE_LOG = """Time Verified Map: 23.08858679 ns
+Time Verified Unmap: 303.26841955 ns
+Time Verified Unmap (no reclaim): 7.66253143 ns
+Time Base Map: 34.33901477 ns
+Time Base Unmap: 8.37488886 ns
+"""
+
+
+def _file(run: Path, rel: str, data: bytes, output: str) -> dict:
+    p = run / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data)
+    return {"output": output, "path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _hostile_runs(runs: Path, mirror: Path) -> None:
+    os.environ["REPROBOOK_RUNS"] = str(runs)
+    import reprobook as rb
+    from reprobook.core.runs import RunStore
+    from reprobook.core.scales import TOOLCHAIN_MARKER
+    store = RunStore(runs)
+    claim = rb.claim("verus/page-table")
+    run = store.create(claim, "hostile-page-table", source="live", host=SECRET_HOST, status="succeeded",
+                       parameters=claim.resolve_params({}), created="2099-01-01T00:00:00+00:00",
+                       ended="2099-01-01T01:00:00+00:00",
+                       deviations=[{"kind": p, "what": p, "diff": f"--- a\n+++ b\n+{p}\n"} for p in PAYLOADS],
+                       host_facts={SECRET_HOST: {"hostname": SECRET_HOST, "user": "alice-secret", "cpus": 4}})
+    log = "".join(f"# rust: {p.splitlines()[0]}\n" for p in PAYLOADS) + PAGE_TABLE_LOG
+    files = [_file(run.path, "outputs/log/page-table.log", log.encode(), "log")]
+    (run.path / "log.txt").write_text("".join(f"{TOOLCHAIN_MARKER} rust: {p.splitlines()[0]}\n" for p in PAYLOADS))
+    run.update(files=files)
+    # a page that shows "Scale and deviations": the manifest's deviations and the log's toolchain lines
+    claim = rb.claim("aardvark/archive-throughput")
+    run = store.create(claim, "hostile-archive-throughput", source="live", host=SECRET_HOST, status="succeeded",
+                       parameters=claim.resolve_params({}), created="2099-01-01T00:00:00+00:00",
+                       deviations=[{"kind": p, "what": p, "diff": f"--- a\n+++ b\n+{p}\n"} for p in PAYLOADS])
+    csv = (mirror / "github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2"
+           "/go-algorand/ledger/archives.csv").read_bytes()
+    run.update(files=[_file(run.path, "outputs/archives/archives.csv", csv, "archives")])
+    (run.path / "log.txt").write_text("".join(f"{TOOLCHAIN_MARKER} go: {p.splitlines()[0]}\n" for p in PAYLOADS))
+    raw = runs.parent / f"raw {PAYLOADS[0].replace('/', '_')}.txt"
+    raw.write_bytes((mirror / VERUS / "ironkv/recording/raw-data.txt").read_bytes())
+    rb.import_run(rb.claim("verus/ironkv"), [raw], machine=f"{SECRET_MACHINE} {PAYLOADS[0]}", note=PAYLOADS[1])
+
+
+class _Scan(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.bad: list[str] = []
+        self.script = False
+
+    def handle_starttag(self, tag, attrs):
+        self.script = tag == "script"
+        for k, v in attrs:
+            if "PWNED" in (v or "") or (v or "").strip().lower().startswith("javascript:") or "evil.example" in (v or ""):
+                self.bad.append(f"<{tag} {k}={v!r}>")
+        if tag == "img" and dict(attrs).get("src") == "x":
+            self.bad.append(f"<img src=x>")
+
+    def handle_data(self, data):
+        if self.script and "PWNED" in data:
+            self.bad.append(f"<script>{data[:80]}")
+
+    def handle_endtag(self, tag):
+        self.script = False
+
+
+@pytest.fixture(scope="module")
+def hostile_site(mirror, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("hostile") / "runs"
+    before = os.environ.get("REPROBOOK_RUNS")
+    env = {**os.environ, "REPROBOOK_ROOT": str(ROOT), "REPROBOOK_ARTIFACT_MIRROR": str(mirror),
+           "REPROBOOK_RUNS": str(runs), "REPROBOOK_REDACT_HOSTS": "1"}
+    try:
+        _hostile_runs(runs, mirror)
+    finally:
+        if before is not None:
+            os.environ["REPROBOOK_RUNS"] = before
+        else:
+            os.environ.pop("REPROBOOK_RUNS", None)
+    out = subprocess.run([sys.executable, "-m", "reprobook", "book"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=1500, env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    yield ROOT / "_build" / "html", runs
+
+
+def test_no_element_attribute_or_url_from_the_runs(hostile_site):
+    html, _ = hostile_site
+    pages = sorted(html.rglob("*.html"))
+    bad = {}
+    for page in pages:
+        scan = _Scan()
+        scan.feed(page.read_text(errors="replace"))
+        if scan.bad:
+            bad[str(page.relative_to(html))] = scan.bad
+    assert not bad, bad
+    text = _Text()
+    text.feed((html / "notebooks/verus/page-table.html").read_text())
+    shown = " ".join("".join(text.parts).split())
+    assert "hostile-page-table" in shown, "the page did not judge the hostile run"
+    assert PAYLOADS[0] in shown and PAYLOADS[1] in shown  # shown, as text
+    text = _Text()
+    text.feed((html / "notebooks/aardvark/archive-throughput.html").read_text())
+    shown = " ".join("".join(text.parts).split())
+    assert "hostile-archive-throughput" in shown and "Deviations from the guide" in shown
+    for payload in PAYLOADS:  # each deviation, its patch and each toolchain line: shown, as text
+        assert " ".join(payload.split()) in shown, payload
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def test_redacted_site_names_no_host_machine_or_directory(hostile_site):
+    html, runs = hostile_site
+    for page in sorted(html.rglob("*.html")):
+        text = page.read_text(errors="replace")
+        for secret in (SECRET_HOST, SECRET_MACHINE, "alice-secret", str(runs.parent)):
+            assert secret not in text, f"{page.relative_to(html)} names {secret!r}"
+
+
+@pytest.mark.browser
+def test_no_payload_runs_in_chromium(hostile_site):
+    html, _ = hostile_site
+    with serve_directory(html) as base, browser() as b:
+        page = b.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        for path in ("notebooks/verus/page-table.html", "notebooks/verus/ironkv.html",
+                     "notebooks/aardvark/archive-throughput.html", "book/summary.html"):
+            page.goto(base + path)
+            page.wait_for_load_state("load")
+            page.wait_for_timeout(300)
+            assert page.title() != "PWNED" and "PWNED" != page.evaluate("document.title"), path
+        assert not dialogs
