@@ -190,6 +190,12 @@ def test_page_table_claim_live_through_the_notebook_then_the_cli(verus_host, tmp
     assert len(shown) == 1, "the page shows one verdict"
     page = shown[0]
     verdict = re.search(r"Verdict: <b[^>]*>([a-z ]+)</b>", page).group(1)
+    # the checks judge a run only on a host like the paper's (reprobook.core.checks): on a smaller one each says it
+    # cannot be judged there, with the ratio it measured, and the verdict follows from that, not from the ratios
+    if "cannot be judged on this run: the run&#x27;s host needs" in page:
+        assert short, "a check was left unjudged on a host that meets the claim's requirements"
+        assert page.count("cannot be judged on this run") >= len(claim.checks), page  # each check says it
+        expected = "inconclusive"
     assert verdict == expected, (verdict, ns)
     assert f"Source of the measured numbers: run {run.id} on host &#x27;{HOST}&#x27;" in page
     assert "<b>Caution:</b> the host fell short of this claim&#x27;s machine requirements" in page
@@ -211,8 +217,8 @@ def test_page_table_claim_live_through_the_notebook_then_the_cli(verus_host, tmp
     assert [r.id for r in store.runs(claim)] == [run.id]
     assert [p.name for p in remote_runs.iterdir()] == [run.id]
     assert (checkout / "macro-perf" / "page-table-single-threaded" / "page-table.log").stat().st_mtime_ns == log_mtime
-    # a second benchmark would take a minute; the notebook alone (a fresh kernel) takes a few seconds
-    assert cli_s < 45, f"reprobook run took {cli_s:.0f} s: did it run the benchmark again?"
+    # nothing ran again: the store and the host have the one run, and the benchmark's log was not rewritten (that,
+    # not a bound on cli_s, says so: on a loaded machine the notebook alone can take longer than a quiet run's benchmark)
     again = store.load(run.id).manifest
     assert again["verdict"] == expected and again["notebook"] == "notebook.ipynb"
     print(f"\n{rust}; notebook (live run) {notebook_s:.0f} s, CLI re-use {cli_s:.1f} s; "
