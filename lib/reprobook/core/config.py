@@ -432,9 +432,6 @@ def load_paper(path: Path) -> Paper:
             raise ConfigError(f"no loader {c['loader']!r} (known: {', '.join(loader_registry.names())})",
                               file=path, key=f"{where}.loader")
         _check_columns(c, loader_registry.columns(c["loader"]), file=path, where=where)
-        if c.get("reference_verdict") and not c.get("reference"):
-            raise ConfigError("reference_verdict is the verdict of the authors' shipped outputs, and the claim names "
-                              "none (reference)", file=path, key=f"{where}.reference_verdict")
         for name, ref in (c.get("reference") or {}).items():
             repo = ref.split("@", 1)[0]
             if "/" not in repo and repo not in repos:

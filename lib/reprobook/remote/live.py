@@ -121,7 +121,8 @@ def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False
         with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
             host = sv.hosts[placement.control]
             facts = {n: f.as_dict() for n, f in sv.facts.items()}
-            params, adapted = _adapted(claim, plan.params, facts, {n: placement.roles_of(n) for n in placement.hosts})
+            # the hosts adapt what was not asked for explicitly (a default is not a choice): from the plan's `asked`
+            params, adapted = _adapted(claim, plan.asked, facts, {n: placement.roles_of(n) for n in placement.hosts})
             kept = kept.made_for(project, claim, params, placement, facts)
             script = build_script(project.paper(claim.paper), claim, specs[placement.control], params,
                                   Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
