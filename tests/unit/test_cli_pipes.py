@@ -70,6 +70,7 @@ def _commands(run_id: str, tmp_path) -> dict[str, list[list[str]]]:
     }
 
 
+@pytest.mark.slow
 def test_every_subcommand_survives_a_reader_that_closes_early(imported_run, tmp_path):
     commands = _commands(imported_run, tmp_path)
     assert set(commands) == set(build_parser()._subparsers._group_actions[0].choices), "a subcommand not tried here"

@@ -36,6 +36,7 @@ def _cli(project: Path, *args: str, timeout: float = 300) -> subprocess.Complete
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_from_reprobook_new_to_a_judged_claim(project, tmp_path):
     out = _cli(project, "new", "toy", "--claim", "speedup", "--title", "Toy: a faster thing", "--venue", "NoConf 2026")
     assert out.returncode == 0, out.stderr

@@ -14,7 +14,8 @@ BIN = Path(sys.executable).parent
 
 # (the command as the README writes it, the exit code, where it is checked when not here)
 COMMANDS = [
-    ("reprobook run aardvark/validator-throughput --source reference", 0, "here, with the mirror"),
+    # inconclusive (3): judged over the authors' 10 trials, the 32-core modify rate is within their noise of the bound
+    ("reprobook run aardvark/validator-throughput --source reference", 3, "here, with the mirror"),
     ("reprobook run aardvark/validator-throughput --source reference", 2, "here, offline (no mirror, no network)"),
     ("papermill notebooks/aardvark/validator-throughput.ipynb out.ipynb -p source reference", 0, "here"),
     ("reprobook run aardvark/validator-throughput --source live --host NODE", 2,
