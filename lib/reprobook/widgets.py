@@ -31,6 +31,7 @@ from IPython.display import display
 
 from reprobook import api
 from reprobook.core.config import Claim, Project
+from reprobook.core.plan import make_plan
 from reprobook.errors import ConfigError, ReprobookError
 from reprobook.core.runs import Run, RunStore
 
@@ -133,7 +134,7 @@ def _shown(value) -> str:
 
 def _read(text: str, kind: type):
     """A field's text as the parameter's type would have it (a string stays a string; ``abc`` for a number is
-    kept as text, for `Claim.resolve_params` to refuse with the parameter's help)."""
+    kept as text, for `reprobook.core.plan.make_plan` to refuse with the parameter's help)."""
     if kind is str:
         return text
     try:
@@ -146,7 +147,7 @@ class ParameterForm(w.VBox):
     """A field per parameter of the claim: its name, its value (a sweep: one value per line) and its help.
 
     `values` gives what differs from the chosen scale's values, checked by
-    `Claim.resolve_params`; each field says what is wrong with it as it is typed.
+    `reprobook.core.plan.make_plan`; each field says what is wrong with it as it is typed.
     """
 
     def __init__(self, claim: Claim):
@@ -154,7 +155,7 @@ class ParameterForm(w.VBox):
         self.fields: dict[str, w.Widget] = {}
         self.errors: dict[str, w.HTML] = {}
         rows = []
-        base = claim.resolve_params({})
+        base = make_plan(claim, {}).params
         for name, p in claim.parameters.items():
             if name == "scale" and claim.scales:
                 field = w.Dropdown(options=list(claim.scales), value=base[name])
@@ -200,11 +201,11 @@ class ParameterForm(w.VBox):
         """
         given = self._given()
         scale = {"scale": given["scale"]} if "scale" in given and self.claim.scales else {}
-        base = self.claim.resolve_params(scale)
+        base = make_plan(self.claim, scale).params
         changed = {k: v for k, v in given.items()
                    if k in scale or json.dumps(v, default=str) != json.dumps(list(base[k]) if isinstance(base[k], tuple)
                                                                                else base[k], default=str)}
-        self.claim.resolve_params(changed)
+        make_plan(self.claim, changed)  # refuses an unknown name or an ill-typed value
         return changed
 
     def _check(self, change=None) -> None:
@@ -219,7 +220,7 @@ class ParameterForm(w.VBox):
                                           f'{html.escape(exc.message)}</span>')
 
     def _rescale(self, change) -> None:
-        values = self.claim.resolve_params({"scale": change["new"]})
+        values = make_plan(self.claim, {"scale": change["new"]}).params
         for name, field in self.fields.items():
             if name != "scale":
                 field.value = values[name] if isinstance(field, w.Checkbox) else _shown(values[name])

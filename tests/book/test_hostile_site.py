@@ -11,6 +11,8 @@ headless Chromium, where the payloads would set ``document.title`` if they ran.
 
 from __future__ import annotations
 
+from reprobook.core.plan import resolve
+
 import hashlib
 import json
 import os
@@ -55,7 +57,7 @@ def _hostile_runs(runs: Path, mirror: Path) -> None:
     store = RunStore(runs)
     claim = rb.claim("verus/page-table")
     run = store.create(claim, "hostile-page-table", source="live", host=SECRET_HOST, status="succeeded",
-                       parameters=claim.resolve_params({}), created="2099-01-01T00:00:00+00:00",
+                       parameters=resolve(claim, {}), created="2099-01-01T00:00:00+00:00",
                        ended="2099-01-01T01:00:00+00:00",
                        deviations=[{"kind": p, "what": p, "diff": f"--- a\n+++ b\n+{p}\n"} for p in PAYLOADS],
                        host_facts={SECRET_HOST: {"hostname": SECRET_HOST, "user": "alice-secret", "cpus": 4}})
@@ -66,7 +68,7 @@ def _hostile_runs(runs: Path, mirror: Path) -> None:
     # a page that shows "Scale and deviations": the manifest's deviations and the log's toolchain lines
     claim = rb.claim("aardvark/archive-throughput")
     run = store.create(claim, "hostile-archive-throughput", source="live", host=SECRET_HOST, status="succeeded",
-                       parameters=claim.resolve_params({}), created="2099-01-01T00:00:00+00:00",
+                       parameters=resolve(claim, {}), created="2099-01-01T00:00:00+00:00",
                        deviations=[{"kind": p, "what": p, "diff": f"--- a\n+++ b\n+{p}\n"} for p in PAYLOADS])
     csv = (mirror / "github.com/derbear/aardvark-prototype/dd8f6aaf5f76173118f3f3decbe099bda5972ce2"
            "/go-algorand/ledger/archives.csv").read_bytes()

@@ -37,6 +37,7 @@ from reprobook.core.config import HostSpec, load_project
 from reprobook.core.runs import RunStore
 from reprobook.core.secrets import mask_credentials
 from reprobook.errors import ConfigError, OutputError
+from reprobook.core.plan import resolve
 from tests.support.artifacts import VERUS
 
 myst = pytest.importorskip("myst_parser.parsers.docutils_")
@@ -178,7 +179,7 @@ def _runs_with_secrets(tmp_path):
     claim = rb.claim("verus/page-table")
     store = RunStore(Path(os.environ["REPROBOOK_RUNS"]))
     run = store.create(claim, "live-run-1", source="live", host=SECRET_HOST, status="succeeded",
-                       parameters=claim.resolve_params({}),
+                       parameters=resolve(claim, {}),
                        host_facts={SECRET_HOST: {"hostname": SECRET_HOST, "user": SECRET_USER, "cpus": 4}})
     dest = run.path / "outputs" / "log" / "page-table.log"
     dest.parent.mkdir(parents=True)
@@ -346,7 +347,7 @@ def test_configs_parameter_with_an_absolute_path_reads_no_local_file(mirror):
     from reprobook.papers.pesto.pequin import run_configs
     from reprobook.remote.placement import Placement
     claim = rb.claim("pesto/sample-runs")
-    params = {**claim.resolve_params({}), "configs": ["/etc/passwd"], "cloudlab_project": "p",
+    params = {**resolve(claim, {}), "configs": ["/etc/passwd"], "cloudlab_project": "p",
               "cloudlab_experiment": "e", "cloudlab_user": "u"}
     placement = Placement({claim.control_role: ("local",), "server": ("local",)}, claim.control_role)
     with pytest.raises(ConfigError, match="may not leave the repository"):

@@ -17,6 +17,7 @@ from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
 from reprobook.remote.placement import Placement, place
 from reprobook.remote.steps import build_script, sweep_points
+from reprobook.core.plan import resolve
 
 
 def _paper(tmp_path: Path, claim: dict, name: str = "placefx") -> Path:
@@ -59,8 +60,8 @@ def test_a_sweep_is_the_product_of_the_list_parameters_typed_and_timed(tmp_path)
     assert len(points) == 6 and len(sweep_points(claim, {"clients": [8]})) == 2
     assert claim.expected_minutes == 1 + 2 * 6
     with pytest.raises(ConfigError, match="takes a list of int"):
-        claim.resolve_params({"clients": [1, "many"]})
-    assert claim.resolve_params({"clients": 3})["clients"] == (3,)   # one value is a sweep of one point
+        resolve(claim, {"clients": [1, "many"]})
+    assert resolve(claim, {"clients": 3})["clients"] == (3,)   # one value is a sweep of one point
 
 
 def test_a_sweep_resumes_at_the_first_unfinished_point(tmp_path):

@@ -20,6 +20,7 @@ from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
 from reprobook.core.scales import TOOLCHAIN_MARKER, manifest_fields, toolchains_from_log
 from reprobook.remote.steps import build_script
+from reprobook.core.plan import resolve
 
 PAPER_SRC = "package x\n\nconst startingAddrs = 1000000\n// const startingAddrs = 10\n\tconst txnsPerBlock = 10000\r\n"
 
@@ -93,13 +94,13 @@ def fx(tmp_path):
 def test_a_scale_fills_in_parameters_and_explicit_values_win(fx):
     paper, *_ = fx
     claim = paper.claim("c")
-    assert claim.resolve_params({}) == {"accounts": 1000000, "txns": 10000, "go": "pinned", "scale": "paper"}
-    assert claim.resolve_params({"scale": "rehearsal"}) == {"accounts": 1000, "txns": 20, "go": "host",
+    assert resolve(claim, {}) == {"accounts": 1000000, "txns": 10000, "go": "pinned", "scale": "paper"}
+    assert resolve(claim, {"scale": "rehearsal"}) == {"accounts": 1000, "txns": 20, "go": "host",
                                                             "scale": "rehearsal"}
-    assert claim.resolve_params({"scale": "rehearsal", "txns": 50})["txns"] == 50
+    assert resolve(claim, {"scale": "rehearsal", "txns": 50})["txns"] == 50
     assert claim.scale_of({"scale": "rehearsal"}) == "rehearsal" and claim.scale_of({}) == "paper"
     with pytest.raises(ConfigError, match=r"no scale 'huge' \(scales: paper, rehearsal\)"):
-        claim.resolve_params({"scale": "huge"})
+        resolve(claim, {"scale": "huge"})
     assert "rehearsal (small)" in claim.parameters["scale"].help
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reprobook.core.plan import resolve
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -36,7 +38,7 @@ def test_the_form_is_made_from_the_claim_and_checks_types_with_the_help():
     form.fields["trials"].value = "5"
     assert form.errors["trials"].value == "" and form.values() == {"trials": 5, "scale": "paper"}
     form.fields["scale"].value = "rehearsal"  # the fields show the scale's values; only changes are sent
-    rehearsal = claim.resolve_params({"scale": "rehearsal"})
+    rehearsal = resolve(claim, {"scale": "rehearsal"})
     assert form.fields["core_counts"].value == rehearsal["core_counts"] and form.values() == {"scale": "rehearsal"}
 
 

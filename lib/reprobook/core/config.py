@@ -189,33 +189,6 @@ class Claim:
         """The expected time of a live run in words ("about 4.2 hours"), or "" when the guide gives none."""
         return f"about {duration_words(self.expected_minutes)}" if self.expected_minutes else ""
 
-    def resolve_params(self, params: Mapping | None) -> dict[str, Any]:
-        """Every parameter of the claim with its value: given ones checked, the rest at their defaults.
-
-        Raises
-        ------
-        ConfigError
-            An unknown name (the known ones are listed) or a value of the
-            wrong type (an ``int`` parameter given ``"abc"``).
-        """
-        params = self.scaled(params)
-        unknown = sorted(set(params) - set(self.parameters))
-        if unknown:
-            raise ConfigError(f"{self.key} has no parameter(s) {', '.join(unknown)} "
-                              f"(it has: {', '.join(self.parameters) or 'none'})")
-        out = {}
-        for name, p in self.parameters.items():
-            val = params.get(name, p.default)
-            if isinstance(p.default, (list, tuple)):   # a sweep axis: a list of values (one value is a list of one)
-                values = list(val) if isinstance(val, (list, tuple)) else [val]
-                if not values:
-                    raise ConfigError(f"parameter {name} of {self.key} is a sweep axis and needs at least one value: "
-                                      f"{p.help}")
-                out[name] = tuple(self._typed(name, p, v, p.default[0]) for v in values)
-            else:
-                out[name] = self._typed(name, p, val, p.default)
-        return out
-
     def scaled(self, params: Mapping | None) -> dict[str, Any]:
         """``params`` with the chosen scale's values filled in where no value is given (see `reprobook.core.scales`)."""
         params = dict(params or {})
@@ -228,28 +201,20 @@ class Claim:
 
     def scale_of(self, params: Mapping | None) -> str | None:
         """The scale a run with ``params`` is at (None for a claim without scales)."""
-        return str(self.resolve_params(params)["scale"]) if self.scales else None
+        from reprobook.core.plan import resolve
+        return str(resolve(self, params)["scale"]) if self.scales else None
 
     @property
     def paper_values(self) -> dict[str, Any]:
         """Every parameter at the paper's scale: the guide's sizes, which the artifact's source constants hold."""
-        return self.resolve_params({"scale": "paper"} if self.scales else {})
+        from reprobook.core.plan import resolve
+        return resolve(self, {"scale": "paper"} if self.scales else {})
 
     def deviations_for(self, params: Mapping | None) -> list:
         """The deviations from the guide of a run with ``params`` (`reprobook.core.scales.Deviation`), patch included."""
         from reprobook.core.scales import deviations_for
-        return deviations_for(self.deviations, self.patches, self.paper_values, self.resolve_params(params))
-
-    def _typed(self, name: str, p: "Parameter", val, like):
-        want = type(like)
-        ok = (isinstance(val, bool) if want is bool else
-              isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
-              if want in (int, float) else isinstance(val, str))
-        if not ok:
-            kind = f"list of {want.__name__}" if isinstance(p.default, (list, tuple)) else want.__name__
-            raise ConfigError(f"parameter {name} of {self.key} takes a {kind} "
-                              f"(like its default {p.default!r}), not {val!r}: {p.help}")
-        return int(val) if want is int else val
+        from reprobook.core.plan import resolve
+        return deviations_for(self.deviations, self.patches, self.paper_values, resolve(self, params))
 
     @property
     def runs_live(self) -> bool:
@@ -362,9 +327,10 @@ def _scales(c: Mapping, params: dict, *, file, where: str):
 
 def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
     """Each scale's values suit the parameters' types; each check's ``needs`` names scales the claim has."""
+    from reprobook.core.plan import resolve
     for name in claim.scales:
         try:
-            claim.resolve_params({"scale": name})
+            resolve(claim, {"scale": name})
         except ConfigError as exc:
             raise ConfigError(exc.message, file=file, key=f"{where}.scales.{name}") from None
     for j, spec in enumerate(claim.checks):

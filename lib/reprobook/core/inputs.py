@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from reprobook.core.plan import resolve
 from reprobook.core.plugins import load_papers
 from reprobook.errors import ConfigError
 
@@ -74,7 +75,7 @@ def generate(project, claim, params: Mapping, placement, facts: Mapping[str, Map
         return []
     _load_builtin()
     fn = _GENERATORS[claim.inputs["generator"]]
-    made = fn(project, claim, claim.resolve_params(params), placement, facts=facts,
+    made = fn(project, claim, resolve(claim, params), placement, facts=facts,
               **dict(claim.inputs.get("options") or {}))
     seen = set()
     for item in made:

@@ -138,7 +138,7 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     This is where a run's parameters are resolved; everything downstream reads ``plan.params``.
     """
     asked = dict(params or {})
-    resolved = claim.resolve_params(asked)
+    resolved = resolve(claim, asked)
     steps: list[tuple[str, str, str]] = []
     repos: tuple[tuple[str, str, str], ...] = ()
     if paper is not None:
@@ -149,6 +149,51 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     return RunPlan(claim, asked, resolved, source=source, target=target,
                    roles={r: tuple(h) for r, h in (roles or {}).items()}, cluster=cluster, run_id=run_id, new=new,
                    steps=tuple(steps), repositories=repos)
+
+
+def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:
+    """Every parameter of ``claim`` with its value: those given checked, the rest at their scale's or defaults.
+
+    The one place parameters are resolved: a plan's ``params`` (`make_plan`), and the claim's own questions
+    about a set of parameters (its scale, its deviations) go through it.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name (the known ones are listed) or a value of the wrong type (an ``int`` parameter
+        given ``"abc"``).
+    """
+    from reprobook.errors import ConfigError
+    params = claim.scaled(params)
+    unknown = sorted(set(params) - set(claim.parameters))
+    if unknown:
+        raise ConfigError(f"{claim.key} has no parameter(s) {', '.join(unknown)} "
+                          f"(it has: {', '.join(claim.parameters) or 'none'})")
+    out: dict[str, Any] = {}
+    for name, p in claim.parameters.items():
+        val = params.get(name, p.default)
+        if isinstance(p.default, (list, tuple)):   # a sweep axis: a list of values (one value is a list of one)
+            values = list(val) if isinstance(val, (list, tuple)) else [val]
+            if not values:
+                raise ConfigError(f"parameter {name} of {claim.key} is a sweep axis and needs at least one value: "
+                                  f"{p.help}")
+            out[name] = tuple(_typed(claim, name, p, v, p.default[0]) for v in values)
+        else:
+            out[name] = _typed(claim, name, p, val, p.default)
+    return out
+
+
+def _typed(claim, name: str, p, val, like):
+    from reprobook.errors import ConfigError
+    want = type(like)
+    ok = (isinstance(val, bool) if want is bool else
+          isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
+          if want in (int, float) else isinstance(val, str))
+    if not ok:
+        kind = f"list of {want.__name__}" if isinstance(p.default, (list, tuple)) else want.__name__
+        raise ConfigError(f"parameter {name} of {claim.key} takes a {kind} "
+                          f"(like its default {p.default!r}), not {val!r}: {p.help}")
+    return int(val) if want is int else val
 
 
 def _jsonable(value):

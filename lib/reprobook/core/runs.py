@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from reprobook.core.config import Claim
+from reprobook.core.plan import resolve
 from reprobook.errors import ConfigError, OutputError, ReprobookError
 from reprobook.core.locks import Lock
 
@@ -367,7 +368,7 @@ class RunStore:
                 continue
             if params is not None:
                 try:
-                    theirs = claim.resolve_params(run.manifest.get("parameters") or {})
+                    theirs = resolve(claim, run.manifest.get("parameters") or {})
                 except ConfigError:
                     continue  # recorded with parameters the claim no longer has
                 if theirs != params:

@@ -53,6 +53,7 @@ import shlex
 from typing import Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
+from reprobook.core.plan import resolve
 from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
@@ -226,7 +227,7 @@ def check_guest(claim: Claim, params: Mapping) -> None:
     like what it names (a host name or address, a user name, a port, a path), and none may start
     with ``-``. `ConfigError` names the parameter and the value.
     """
-    resolved = claim.resolve_params(params)
+    resolved = resolve(claim, params)
     for name, (pattern, what) in _GUEST_PATTERNS.items():
         value = resolved.get(name)
         if value is None or value == "":
@@ -241,12 +242,12 @@ def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
     """``RB_<NAME>`` for each of the claim's parameters, defaults filled in (`ConfigError` for unknown names).
 
     A sweep axis (a list) is its values, space-separated."""
-    return {"RB_" + name.upper(): _env_value(val) for name, val in claim.resolve_params(params).items()}
+    return {"RB_" + name.upper(): _env_value(val) for name, val in resolve(claim, params).items()}
 
 
 def sweep_points(claim: Claim, params: Mapping) -> list[dict[str, object]]:
     """The points of the claim's sweep: one dict per combination of its axes' values, in order (``[{}]``: none)."""
-    resolved = claim.resolve_params(params)
+    resolved = resolve(claim, params)
     axes = claim.sweep_axes
     return [dict(zip(axes, combo)) for combo in itertools.product(*(resolved[a] for a in axes))]
 
