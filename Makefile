@@ -28,8 +28,11 @@ system-deps:
 book: setup
 	$(BIN)/reprobook book
 
+# Two xdist workers: the real builds on one, one after another, the site's tests and everything else on the
+# other, longest first (tests/conftest.py says how the tests are grouped). PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 2
 test: setup system-deps lint-imports
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The developer's loop (a few minutes): the import rules, then every unit and parser test, two at a time. No sshd,
 # browser or book build; `make test` runs those too.

@@ -6,9 +6,51 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI replays the same examples every run (a found case is pinned with @example); locally each run explores anew.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("REPROBOOK_ARTIFACT_MIRROR") or ROOT.parent / "shared" / "artifacts")
+
+
+# ------------------------------------------------------------------ two at a time (make test: pytest -n 2)
+# `make test` runs on two xdist workers with --dist loadgroup. Three kinds of test must not be spread out:
+# the real builds (one worker runs them one after another, so two cold builds never share the two cores and
+# their timeouts hold), the tests that build or read the repository's own site (ROOT/_build, one at a time),
+# and each integration module (its sshd testbed fixtures are set up once, on one worker). The longest groups
+# are handed out first, so the run does not end with one worker on a long build while the other is idle.
+BUILDS = ("test_aardvark_rehearsal.py", "test_lmbench_live.py", "test_verus_live.py", "test_pequin_harness.py",
+          "test_kill_anywhere.py")
+SITE = ("test_faults.py::test_no_secret",)
+
+
+def _group(item: pytest.Item) -> tuple[int, str | None]:
+    """(rank, xdist group) of a test: rank 0 goes out first."""
+    path = Path(str(item.fspath))
+    parts = path.relative_to(ROOT).parts if path.is_relative_to(ROOT) else path.parts
+    if path.name in BUILDS:
+        return 0, "builds"
+    if parts[:2] == ("tests", "book") or item.get_closest_marker("book") \
+            or any(item.nodeid.split("/")[-1].startswith(s) for s in SITE):
+        return 1, "site"
+    if parts[:2] == ("tests", "integration"):
+        return 2, f"integration-{path.stem}"
+    return 3, None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    ranked = []
+    for i, item in enumerate(items):
+        rank, group = _group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+        ranked.append((rank, i, item))
+    items[:] = [item for _, _, item in sorted(ranked, key=lambda t: t[:2])]
 
 
 @pytest.fixture(scope="session")

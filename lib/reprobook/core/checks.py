@@ -404,9 +404,12 @@ def room_words(x: float, lo: float | None, hi: float | None) -> str:
         side, bound, inside = "upper", hi, False
     else:
         # inside: the nearer bound (the smaller room)
-        m_lo = bound_margin(x, lo, None) if lo is not None else math.inf
-        m_hi = bound_margin(x, None, hi) if hi is not None else math.inf
-        (side, bound), inside = (("lower", lo) if m_lo <= m_hi else ("upper", hi)), True
+        if lo is None or hi is None:
+            side, bound = ("upper", hi) if lo is None else ("lower", lo)
+        else:
+            m_lo, m_hi = bound_margin(x, lo, None), bound_margin(x, None, hi)
+            side, bound = ("lower", lo) if m_lo <= m_hi else ("upper", hi)
+        inside = True
     if bound == 0:
         return ("exactly at the bound 0" if x == 0 else
                 f"{'above' if (side == 'lower') == inside else 'below'} the {side} bound 0")
