@@ -205,11 +205,11 @@ def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict |
 def plan(claim: Claim):
     """The live run of the claim, step by step (commands, directories, expected times), as Markdown."""
     from IPython.display import Markdown
-    from reprobook.remote.steps import plan as step_plan
+    from reprobook.remote.steps import step_plan
     paper = project().paper(claim.paper)
     lines = []
     if claim.runs_live:
-        from reprobook.remote.steps import sweep_points
+        from reprobook.core.plan import make_plan
         where = "the host" if not claim.roles else f"the {claim.control_role} host"
         lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
                   f"{where} as one detached job. A step that finished is not run again when a failed run is "
@@ -220,7 +220,7 @@ def plan(claim: Claim):
                       "all are held for the run:", ""]
             lines += [f"- **{r.name}**: {r.count_words}" + (f" — {r.description}" if r.description else "")
                       for r in claim.roles.values()] + [""]
-        points = sweep_points(claim, {})
+        points = make_plan(claim).sweep
         if claim.sweep_axes:
             lines += [f"The steps marked *sweep* run once per point of the sweep over "
                       f"{' × '.join(f'`{a}`' for a in claim.sweep_axes)} ({len(points)} points by default), each "

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from reprobook.core.plan import make_plan
 from reprobook.core.config import HostSpec, load_project
 from reprobook.remote.hosts import open_host
 from reprobook.remote.placement import Placement
@@ -204,10 +205,10 @@ def _script(project, claim, step, bare: Bare) -> str:
     params = {"guest_port": 2222} if "guest_port" in claim.parameters else {}
     work = str(bare.root / "work")
     if not step.role or step.role == claim.control_role:
-        return build_script(paper, one, HostSpec("bare", "bare", work), params, str(bare.root / "rd"))
+        return build_script(paper, make_plan(one, params), HostSpec("bare", "bare", work), str(bare.root / "rd"))
     members = {n: HostSpec(n, n, work) for n in ("control", "bare")}   # the role's host is the bare one
     roles = {r: ("control",) if r == claim.control_role else ("bare",) for r in claim.roles}
-    job = build_script(paper, one, members["control"], params, str(bare.root / "rd"),
+    job = build_script(paper, make_plan(one, params), members["control"], str(bare.root / "rd"),
                        placement=Placement(roles, claim.control_role), members=members)
     carried = re.findall(r"rb_par bare ([A-Za-z0-9+/=]+)", job)
     assert len(carried) == 1, "the job carries one script for the role's host"

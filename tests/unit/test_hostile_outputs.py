@@ -30,6 +30,7 @@ from docutils import nodes
 from docutils.core import publish_doctree, publish_parts
 
 import reprobook as rb
+from reprobook.core.plan import make_plan
 from reprobook import api, report, sources
 from reprobook.core import archives
 from reprobook.core.artifacts import ArtifactRef
@@ -153,7 +154,7 @@ def test_a_guest_parameter_ssh_would_read_as_an_option_is_refused_naming_it(tmp_
                                     "claims": [claim_doc]}))
     paper = load_paper(path)
     with pytest.raises(ConfigError, match=name) as info:
-        build_script(paper, paper.claim("c"), HostSpec("h", "h", str(tmp_path / "w")), {name: value}, str(tmp_path))
+        build_script(paper, make_plan(paper.claim("c"), {name: value}), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path))
     assert repr(value) in str(info.value)
     assert not Path("/tmp/x").exists() or Path("/tmp/x").stat().st_mtime < time.time() - 60
 

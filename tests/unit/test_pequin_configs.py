@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from reprobook.core.plan import make_plan
 from reprobook.errors import ConfigError
 from reprobook.core.loaders import get_loader
 from reprobook.papers.pesto.pequin import ClientSetting, ExperimentParams, generate, load_config
@@ -227,10 +228,10 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
     servers = [f"node-{i}" for i in range(6)]
     placement = Placement({"control": ("local",), "server": tuple(servers), "client": ("local",)}, "control")
     with pytest.raises(ConfigError, match="set the parameter cloudlab_user"):
-        generate_inputs(project, claim, {}, placement)
+        generate_inputs(project, make_plan(claim, {}), placement)
     with pytest.raises(ConfigError, match="client_experiment_length: an experiment of 30 s leaves nothing"):
-        generate_inputs(project, claim, {"cloudlab_user": "alice", "duration_s": 30}, placement)   # 15 s ramps
-    made = generate_inputs(project, claim, {"cloudlab_user": "alice", "duration_s": 30, "ramp_s": 5}, placement)
+        generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "duration_s": 30}), placement)   # 15 s ramps
+    made = generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "duration_s": 30, "ramp_s": 5}), placement)
     assert [m.name for m in made] == ["Pequin-TPCC-SQL-20wh.json", "100000.json", "Zipf-Inconsistent.json",
                                       "Uniform-Failure-2.json"]
     tpcc = json.loads(made[0].data)
@@ -253,7 +254,7 @@ def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: d
     project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim(claim_id)
     placement = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": tuple(clients)}, "control")
-    made = generate_inputs(project, claim, {"scale": "rehearsal", **(params or {})}, placement, facts)
+    made = generate_inputs(project, make_plan(claim, {"scale": "rehearsal", **(params or {})}), placement, facts)
     return project, claim, {m.name: json.loads(m.data) for m in made}, made
 
 

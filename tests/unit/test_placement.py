@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprobook.core.plan import make_plan
 from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
 from reprobook.remote.placement import Placement, place
-from reprobook.remote.steps import build_script, sweep_points
+from reprobook.remote.steps import build_script
 from reprobook.core.plan import resolve
 
 
@@ -55,9 +56,9 @@ def test_a_sweep_is_the_product_of_the_list_parameters_typed_and_timed(tmp_path)
                 {"name": "each", "run": "true", "sweep": True, "expected_minutes": 2}]}))
     claim = paper.claim("c")
     assert claim.sweep_axes == ("system", "clients")
-    points = sweep_points(claim, {})
+    points = make_plan(claim).sweep
     assert points[0] == {"system": "a", "clients": 1} and points[-1] == {"system": "b", "clients": 4}
-    assert len(points) == 6 and len(sweep_points(claim, {"clients": [8]})) == 2
+    assert len(points) == 6 and len(make_plan(claim, {"clients": [8]}).sweep) == 2
     assert claim.expected_minutes == 1 + 2 * 6
     with pytest.raises(ConfigError, match="takes a list of int"):
         resolve(claim, {"clients": [1, "many"]})
@@ -73,7 +74,7 @@ def test_a_sweep_resumes_at_the_first_unfinished_point(tmp_path):
     claim = paper.claim("c")
     rd = tmp_path / "rd"
     rd.mkdir()
-    script = build_script(paper, claim, HostSpec("h", "h", str(tmp_path / "w")), {}, str(rd))
+    script = build_script(paper, make_plan(claim), HostSpec("h", "h", str(tmp_path / "w")), str(rd))
     first = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
     assert first.returncode == 4 and "[point 2/3: clients=2]" in first.stdout
     assert (rd / "ran").read_text().split("\n")[:2] == ["1 1 (clients=1)", "2 2 (clients=2)"]
@@ -127,7 +128,7 @@ def test_steps_of_a_role_run_on_each_of_its_hosts_with_their_names(tmp_path):
     for n in ("c0", "s1", "s2"):
         (tmp_path / "w" / n).mkdir(parents=True)
     specs = {n: HostSpec(n, n, str(tmp_path / "w" / n)) for n in p.hosts}
-    script = build_script(paper, claim, specs["c0"], {}, str(tmp_path / "rd"), placement=p, members=specs)
+    script = build_script(paper, make_plan(claim), specs["c0"], str(tmp_path / "rd"), placement=p, members=specs)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     # options first, then `--`, the host and the command (no value can be read as an option)
@@ -161,9 +162,9 @@ def test_the_expected_end_moves_with_the_steps_skipped_and_the_points_done(tmp_p
         "run": [{"name": "once", "run": "true", "expected_minutes": 1},
                 {"name": "each", "run": "true", "sweep": True, "expected_minutes": 2}]}))
     claim = paper.claim("c")
-    assert claim.expected_minutes * 60 == expected_left_s(paper, claim, {}, "1/3: build") == (45 + 1 + 3 * 2) * 60
-    assert expected_left_s(paper, claim, {}, "2/3: once") == (1 + 3 * 2) * 60  # the build was skipped or quick
+    assert claim.expected_minutes * 60 == expected_left_s(paper, make_plan(claim), "1/3: build") == (45 + 1 + 3 * 2) * 60
+    assert expected_left_s(paper, make_plan(claim), "2/3: once") == (1 + 3 * 2) * 60  # the build was skipped or quick
     # in the sweep: the current point and those not started; fewer clients, fewer points
-    assert expected_left_s(paper, claim, {}, "3-2/3: each [point 2/3: clients=2]", points_done=1) == 2 * 2 * 60
-    assert expected_left_s(paper, claim, {"clients": [8]}, "3-1/3: each", points_done=0) == 2 * 60
-    assert expected_left_s(paper, claim, {}, "") is None and expected_left_s(paper, claim, {}, "9/3: what") is None
+    assert expected_left_s(paper, make_plan(claim), "3-2/3: each [point 2/3: clients=2]", points_done=1) == 2 * 2 * 60
+    assert expected_left_s(paper, make_plan(claim, {"clients": [8]}), "3-1/3: each", points_done=0) == 2 * 60
+    assert expected_left_s(paper, make_plan(claim), "") is None and expected_left_s(paper, make_plan(claim), "9/3: what") is None

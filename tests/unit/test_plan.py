@@ -81,3 +81,22 @@ def test_dry_run_starts_nothing_and_bad_parameters_are_refused(tmp_path, monkeyp
     bad = subprocess.run(CLI + ["plan", "verus/page-table", "-p", "repetitions", "many"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "repetitions" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_parameters_are_resolved_in_one_place(root):
+    """Only `make_plan` calls `resolve`; every other module asks a plan (params, scale, sweep, deviations)."""
+    import ast
+    callers = set()
+    for path in sorted((root / "lib" / "reprobook").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        here = path.relative_to(root / "lib").as_posix()
+        names = {"resolve"} if here == "reprobook/core/plan.py" else {
+            a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and n.module == "reprobook.core.plan" for a in n.names if a.name == "resolve"}
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for call in ast.walk(fn):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names:
+                    callers.add(f"{here}:{fn.name}")
+    assert callers == {"reprobook/core/plan.py:make_plan"}

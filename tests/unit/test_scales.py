@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from reprobook.core.plan import make_plan
 from reprobook.core.checks import Verdict, check_claim
 from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
@@ -79,7 +80,7 @@ def _paper(tmp_path: Path, origin: Path, commit: str, *, exclude=("big/*.tar.gz"
 def _job(tmp_path: Path, paper, params: dict, run_dir: str = "rd") -> subprocess.CompletedProcess:
     claim = paper.claim("c")
     workdir = tmp_path / "work"
-    script = build_script(paper, claim, HostSpec("h", "h", str(workdir)), params, str(tmp_path / run_dir))
+    script = build_script(paper, make_plan(claim, params), HostSpec("h", "h", str(workdir)), str(tmp_path / run_dir))
     (tmp_path / "cmd.sh").write_text(script)
     return subprocess.run(["bash", str(tmp_path / "cmd.sh")], capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL, cwd=tmp_path)
@@ -115,9 +116,9 @@ def test_deviations_of_a_rehearsal_are_recorded_with_the_patch_as_a_diff(fx):
     assert patch.diff.splitlines() == ["--- a/repo/perf.go", "+++ b/repo/perf.go",
                                        "@@ @@", "-const startingAddrs = 1000000", "+const startingAddrs = 1000",
                                        "@@ @@", "-const txnsPerBlock = 10000", "+const txnsPerBlock = 20"]
-    fields = manifest_fields(claim, {"scale": "rehearsal"})
+    fields = manifest_fields(make_plan(claim, {"scale": "rehearsal"}))
     assert fields["scale"] == "rehearsal" and [d["kind"] for d in fields["deviations"]] == ["toolchain", "patch"]
-    assert manifest_fields(claim, {}) == {"scale": "paper", "deviations": []}
+    assert manifest_fields(make_plan(claim, {})) == {"scale": "paper", "deviations": []}
 
 
 def test_the_patch_step_sets_the_constants_keeps_indentation_and_crlf_and_restores_them(fx, tmp_path):

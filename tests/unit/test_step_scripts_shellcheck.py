@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from reprobook.core.plan import make_plan
 from reprobook.core.config import HostSpec, load_project
 from reprobook.remote.placement import Placement
 from reprobook.remote.steps import build_script
@@ -48,10 +49,10 @@ def _scripts(tmp_path: Path) -> dict[str, str]:
             names = {role: f"{role}1" for role in claim.roles}
             placement = Placement({role: (name,) for role, name in names.items()}, claim.control_role)
             members = {n: HostSpec(n, n, workdir) for n in names.values()}
-            script = build_script(paper, claim, members[names[claim.control_role]], params, str(tmp_path / "rd"),
+            script = build_script(paper, make_plan(claim, params), members[names[claim.control_role]], str(tmp_path / "rd"),
                                   placement=placement, members=members)
         else:
-            script = build_script(paper, claim, HostSpec("h", "h", workdir), params, str(tmp_path / "rd"))
+            script = build_script(paper, make_plan(claim, params), HostSpec("h", "h", workdir), str(tmp_path / "rd"))
         out[claim.key] = script
         for k, b64 in enumerate(_EMBEDDED.findall(script), 1):
             out[f"{claim.key} (carried script {k})"] = base64.b64decode(b64).decode()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprobook.core.plan import make_plan
 from reprobook.core.config import HostSpec, load_paper
 from reprobook.errors import ConfigError
 from reprobook.remote.steps import build_script
@@ -67,7 +68,7 @@ def test_a_guest_step_reaches_the_guest_with_its_parameters_literally_and_no_std
     assert [s.where for s in claim.run] == ["host", "guest", "host"]
     nasty = "; touch pwned $(id) `id` 'q' \"d\" \n #"
     workdir = tmp_path / "work"
-    script = build_script(paper, claim, HostSpec("h", "h", str(workdir)), {"label": nasty}, str(tmp_path / "rd"))
+    script = build_script(paper, make_plan(claim, {"label": nasty}), HostSpec("h", "h", str(workdir)), str(tmp_path / "rd"))
     assert nasty not in script  # the guest's copy travels encoded; the host's is quoted
     out = _run(tmp_path, script)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -86,12 +87,12 @@ def test_a_guest_step_reaches_the_guest_with_its_parameters_literally_and_no_std
 def test_a_failing_guest_step_fails_the_run_and_an_unreachable_guest_is_said_so(tmp_path):
     steps = [{"name": "fails on the guest", "where": "guest", "run": "echo about to fail; exit 7"}]
     paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
-    script = build_script(paper, paper.claim("c"), HostSpec("h", "h", str(tmp_path / "w")), {}, str(tmp_path / "rd"))
+    script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
     out = _run(tmp_path, script)
     assert out.returncode == 7 and "about to fail" in out.stdout
     steps = [{"name": "guest down", "where": "guest", "run": "exit 255"}]
     paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
-    script = build_script(paper, paper.claim("c"), HostSpec("h", "h", str(tmp_path / "w")), {}, str(tmp_path / "rd"))
+    script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
     out = _run(tmp_path, script)
     assert out.returncode == 255
     assert "ssh to the guest tester@localhost:2222 ended with 255: the guest could not be reached" in out.stderr
@@ -101,7 +102,7 @@ def test_guest_steps_need_a_guest_port_and_where_is_host_or_guest(tmp_path):
     steps = [{"name": "on the guest", "where": "guest", "run": "true"}]
     paper = load_paper(_paper(tmp_path, params={"label": {"default": "x", "help": "h"}}, steps=steps))
     with pytest.raises(ConfigError, match="guestfx/c has steps on a guest but no parameter guest_port"):
-        build_script(paper, paper.claim("c"), HostSpec("h", "h", str(tmp_path)), {}, "/tmp/rd")
+        build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path)), "/tmp/rd")
     bad = _paper(tmp_path, params=GUEST_PARAMS, steps=[{"name": "x", "where": "vm", "run": "true"}])
     with pytest.raises(ConfigError) as err:
         load_paper(bad)

@@ -201,20 +201,19 @@ class Claim:
 
     def scale_of(self, params: Mapping | None) -> str | None:
         """The scale a run with ``params`` is at (None for a claim without scales)."""
-        from reprobook.core.plan import resolve
-        return str(resolve(self, params)["scale"]) if self.scales else None
+        from reprobook.core.plan import make_plan
+        return make_plan(self, params).scale if self.scales else None
 
     @property
     def paper_values(self) -> dict[str, Any]:
         """Every parameter at the paper's scale: the guide's sizes, which the artifact's source constants hold."""
-        from reprobook.core.plan import resolve
-        return resolve(self, {"scale": "paper"} if self.scales else {})
+        from reprobook.core.plan import make_plan
+        return dict(make_plan(self, {"scale": "paper"} if self.scales else {}).params)
 
     def deviations_for(self, params: Mapping | None) -> list:
         """The deviations from the guide of a run with ``params`` (`reprobook.core.scales.Deviation`), patch included."""
-        from reprobook.core.scales import deviations_for
-        from reprobook.core.plan import resolve
-        return deviations_for(self.deviations, self.patches, self.paper_values, resolve(self, params))
+        from reprobook.core.plan import make_plan
+        return make_plan(self, params).deviations
 
     @property
     def runs_live(self) -> bool:
@@ -327,10 +326,10 @@ def _scales(c: Mapping, params: dict, *, file, where: str):
 
 def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
     """Each scale's values suit the parameters' types; each check's ``needs`` names scales the claim has."""
-    from reprobook.core.plan import resolve
+    from reprobook.core.plan import make_plan
     for name in claim.scales:
         try:
-            resolve(claim, {"scale": name})
+            make_plan(claim, {"scale": name})
         except ConfigError as exc:
             raise ConfigError(exc.message, file=file, key=f"{where}.scales.{name}") from None
     for j, spec in enumerate(claim.checks):

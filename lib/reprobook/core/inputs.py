@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from reprobook.core.plan import resolve
 from reprobook.core.plugins import load_papers
 from reprobook.errors import ConfigError
 
@@ -66,16 +65,18 @@ def validate(raw: Mapping[str, Any] | None, *, file, key: str) -> Mapping[str, A
     return dict(raw)
 
 
-def generate(project, claim, params: Mapping, placement, facts: Mapping[str, Mapping] | None = None) -> list[RunInput]:
-    """The inputs of a live run of ``claim`` (none when the claim names no generator).
+def generate(project, plan, placement, facts: Mapping[str, Mapping] | None = None) -> list[RunInput]:
+    """The inputs of a live run (a `reprobook.core.plan.RunPlan`: its claim and its resolved parameters; none
+    when the claim names no generator).
 
     ``facts`` (host -> the facts probed on it) are there when the hosts have been surveyed: a
     generator may follow them (the login user, the CPUs to pin to)."""
+    claim = plan.claim
     if not claim.inputs:
         return []
     _load_builtin()
     fn = _GENERATORS[claim.inputs["generator"]]
-    made = fn(project, claim, resolve(claim, params), placement, facts=facts,
+    made = fn(project, claim, dict(plan.params), placement, facts=facts,
               **dict(claim.inputs.get("options") or {}))
     seen = set()
     for item in made:

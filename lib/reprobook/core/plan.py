@@ -15,6 +15,7 @@ The hosts' facts may still change a live run once they are known (an adaptation 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
@@ -50,12 +51,20 @@ class RunPlan:
 
     @property
     def scale(self) -> str | None:
-        return self.claim.scale_of(self.params)
+        """The scale the run is at (None for a claim without scales)."""
+        return str(self.params["scale"]) if self.claim.scales else None
 
     @property
     def deviations(self) -> list:
         """What the run does differently from the guide (`reprobook.core.scales.Deviation`), from the parameters."""
-        return self.claim.deviations_for(self.params)
+        from reprobook.core.scales import deviations_for
+        c = self.claim
+        return deviations_for(c.deviations, c.patches, c.paper_values, dict(self.params))
+
+    def using(self, params: Mapping) -> "RunPlan":
+        """This plan with the parameters a run actually uses: ``params`` (the asked ones as the hosts adapted
+        them, `reprobook.core.scales.adapt`) resolved. ``asked`` stays what the caller asked for."""
+        return dataclasses.replace(self, params=make_plan(self.claim, params).params)
 
     @property
     def sweep(self) -> list[dict[str, Any]]:
@@ -154,8 +163,8 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
 def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:
     """Every parameter of ``claim`` with its value: those given checked, the rest at their scale's or defaults.
 
-    The one place parameters are resolved: a plan's ``params`` (`make_plan`), and the claim's own questions
-    about a set of parameters (its scale, its deviations) go through it.
+    Called by `make_plan` only: everything else asks a plan (``plan.params``, ``plan.scale``, ``plan.sweep``,
+    ``plan.deviations``), so a run's parameters are resolved in one place.
 
     Raises
     ------

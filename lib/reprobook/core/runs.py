@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from reprobook.core.config import Claim
-from reprobook.core.plan import resolve
+from reprobook.core.plan import make_plan
 from reprobook.errors import ConfigError, OutputError, ReprobookError
 from reprobook.core.locks import Lock
 
@@ -368,7 +368,7 @@ class RunStore:
                 continue
             if params is not None:
                 try:
-                    theirs = resolve(claim, run.manifest.get("parameters") or {})
+                    theirs = make_plan(claim, run.manifest.get("parameters") or {}).params
                 except ConfigError:
                     continue  # recorded with parameters the claim no longer has
                 if theirs != params:

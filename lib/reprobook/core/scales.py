@@ -589,12 +589,13 @@ def patch_step(patches: Iterable[SourcePatch | RecordedPatch], paper: Mapping[st
             "expected_minutes": 0.0}
 
 
-def manifest_fields(claim, params: Mapping | None) -> dict:
-    """What a run's manifest records of its scale and deviations, before the run starts ({} for a claim without)."""
-    out: dict[str, Any] = {}
+def manifest_fields(plan) -> dict:
+    """What a run's manifest records of its scale and deviations (a `reprobook.core.plan.RunPlan`, as the run
+    uses it), before the run starts ({} for a claim without)."""
+    claim, out = plan.claim, {}
     if claim.scales:
-        out["scale"] = claim.scale_of(params)
-    devs = claim.deviations_for(params)
+        out["scale"] = plan.scale
+    devs = plan.deviations
     if devs or claim.scales or claim.deviations or claim.patches:
         out["deviations"] = [d.as_dict() for d in devs]
     return out

@@ -64,7 +64,7 @@ def plan_live(project: Project, claim: Claim, target: str, params: Mapping, *, n
     placement = place(project, claim, target)
     draft = make_plan(claim, params, paper=project.paper(claim.paper), source="live", target=target,
                       roles=placement.roles, cluster=placement.cluster, new=new)
-    env = param_env(claim, draft.params)
+    env = param_env(draft)
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
     given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
     keyed = {k: env[k] for k in sorted(env)}
@@ -123,13 +123,14 @@ def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False
             facts = {n: f.as_dict() for n, f in sv.facts.items()}
             # the hosts adapt what was not asked for explicitly (a default is not a choice): from the plan's `asked`
             params, adapted = _adapted(claim, plan.asked, facts, {n: placement.roles_of(n) for n in placement.hosts})
-            kept = kept.made_for(project, claim, params, placement, facts)
-            script = build_script(project.paper(claim.paper), claim, specs[placement.control], params,
+            used = plan.using(params)
+            kept = kept.made_for(project, used, placement, facts)
+            script = build_script(project.paper(claim.paper), used, specs[placement.control],
                                   Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
                                   inputs=kept.data)
             shortfalls = ([s for lines in sv.shortfalls.values() for s in lines] if placement.single else
                           [f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
-            return _start(project, plan, store, host, script, params, resume, kept, progress, poll_s, on_run,
+            return _start(project, plan, store, host, script, used, resume, kept, progress, poll_s, on_run,
                           members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
                           hosts=sv.manifest(), host_facts=facts, requirement_shortfalls=shortfalls, **adapted)
 
@@ -144,11 +145,11 @@ class _RunInputs:
     origins: Mapping[str, object]
     generate: bool = False
 
-    def made_for(self, project, claim, params, placement: Placement, facts: Mapping[str, Mapping]) -> "_RunInputs":
+    def made_for(self, project, plan: RunPlan, placement: Placement, facts: Mapping[str, Mapping]) -> "_RunInputs":
         if not self.generate:
             return self
         from reprobook.core.inputs import generate
-        made = generate(project, claim, params, placement, facts)
+        made = generate(project, plan, placement, facts)
         return _RunInputs({i.name: i.data for i in made}, {i.name: i for i in made})
 
 
@@ -201,11 +202,11 @@ def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
     return used, ({"adapted": made} if made else {})
 
 
-def _start(project, plan: RunPlan, store, host: Host, script: str, params, resume: bool, inputs: _RunInputs,
+def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan, resume: bool, inputs: _RunInputs,
            progress, poll_s, on_run, *, members: Mapping[str, Host] | None = None, **fields) -> Run:
     """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow.
 
-    ``params`` are those the run uses; the manifest's ``parameters`` are those the plan asked for (what
+    ``used`` is the plan with the parameters the run uses (as its hosts adapted them); the manifest's ``parameters`` are those the plan asked for (what
     the run id and ``auto`` go by), defaults filled in, ``given`` the names of those asked for explicitly
     (a run resumed by id asks for those again, so that its hosts adapt it as they did), ``adapted`` says
     what the hosts changed of them, and ``plan`` is the whole `RunPlan`."""
@@ -217,7 +218,7 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, params, resum
                        remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
                        status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
                                                       for r in paper.repositories_for(claim)},
-                       **fields, **manifest_fields(claim, params))
+                       **fields, **manifest_fields(used))
     _keep_inputs(run, inputs)
     if on_run:
         on_run(run)
@@ -250,9 +251,9 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
 
     ``members`` are the other hosts of the run's placement (opened from the manifest when not given)."""
     job = job or Job(host, run.id)
-    paper, params = project.paper(claim.paper), run.manifest.get("parameters") or {}
+    paper, recorded = project.paper(claim.paper), make_plan(claim, run.manifest.get("parameters") or {})
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
-                  left_s=lambda st: expected_left_s(paper, claim, params, st.step, st.points_done),
+                  left_s=lambda st: expected_left_s(paper, recorded, st.step, st.points_done),
                   progress=progress, title=claim.key)
     if members is None and run.manifest.get("placement"):
         members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)

@@ -47,13 +47,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import re
 import shlex
 from typing import Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
-from reprobook.core.plan import resolve
+from reprobook.core.plan import RunPlan
 from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
@@ -220,16 +219,16 @@ _GUEST_PATTERNS = {
 }
 
 
-def check_guest(claim: Claim, params: Mapping) -> None:
+def check_guest(plan: RunPlan) -> None:
     """Refuse a guest parameter ssh could read as something else (``-oProxyCommand=…`` as the host, say).
 
     The guest's values go on ssh's command line on the host that runs the steps: each must look
     like what it names (a host name or address, a user name, a port, a path), and none may start
     with ``-``. `ConfigError` names the parameter and the value.
     """
-    resolved = resolve(claim, params)
+    claim = plan.claim
     for name, (pattern, what) in _GUEST_PATTERNS.items():
-        value = resolved.get(name)
+        value = plan.params.get(name)
         if value is None or value == "":
             continue
         if not pattern.fullmatch(str(value)) or str(value).startswith("-"):
@@ -238,18 +237,11 @@ def check_guest(claim: Claim, params: Mapping) -> None:
                                  if str(value).startswith("-") else ""))
 
 
-def param_env(claim: Claim, params: Mapping) -> dict[str, str]:
-    """``RB_<NAME>`` for each of the claim's parameters, defaults filled in (`ConfigError` for unknown names).
+def param_env(plan: RunPlan) -> dict[str, str]:
+    """``RB_<NAME>`` for each of the plan's parameters (resolved: defaults filled in, names and types checked).
 
     A sweep axis (a list) is its values, space-separated."""
-    return {"RB_" + name.upper(): _env_value(val) for name, val in resolve(claim, params).items()}
-
-
-def sweep_points(claim: Claim, params: Mapping) -> list[dict[str, object]]:
-    """The points of the claim's sweep: one dict per combination of its axes' values, in order (``[{}]``: none)."""
-    resolved = resolve(claim, params)
-    axes = claim.sweep_axes
-    return [dict(zip(axes, combo)) for combo in itertools.product(*(resolved[a] for a in axes))]
+    return {"RB_" + name.upper(): _env_value(val) for name, val in plan.params.items()}
 
 
 def point_words(point: Mapping[str, object]) -> str:
@@ -292,7 +284,7 @@ def _guest_body(step: Step, env: Mapping[str, str]) -> str:
     return f"rb_guest {q(remote)} < /dev/null"
 
 
-def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
+def step_plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
     """The steps of a live run in order: the checkout (``None``), then setup and run steps."""
     repos = paper.repositories_for(claim)
     steps: list[tuple[str, Step | None]] = [("check out " + ", ".join(r.name for r in repos), None)] if repos else []
@@ -302,7 +294,7 @@ def plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
 _STEP_NUMBER = re.compile(r"(\d+)(?:-\d+)?/(\d+)\b")
 
 
-def expected_left_s(paper: Paper, claim: Claim, params: Mapping, step: str, points_done: int = 0) -> float | None:
+def expected_left_s(paper: Paper, plan: RunPlan, step: str, points_done: int = 0) -> float | None:
     """Seconds a run is expected to need from its current ``step`` on (a job's step line, ``"5/10: …"`` or
     ``"10-2/10: …"``): that step in full (in a sweep, its points not done yet) and every later one, from
     the steps' ``expected_minutes``. None when ``step`` names no step or no step says how long it takes.
@@ -311,10 +303,10 @@ def expected_left_s(paper: Paper, claim: Claim, params: Mapping, step: str, poin
     an earlier attempt) or fast (a warm build) is expected to end this much after where it is now.
     """
     m = _STEP_NUMBER.match(step or "")
-    steps = plan(paper, claim)
+    steps = step_plan(paper, plan.claim)
     if not m or not 1 <= int(m[1]) <= len(steps) or not any(s and s.expected_minutes for _, s in steps):
         return None
-    k, points = int(m[1]), len(sweep_points(claim, params))
+    k, points = int(m[1]), len(plan.sweep)
     left = 0.0
     for i, (_, s) in enumerate(steps[k - 1:], k):
         if s is not None and s.expected_minutes:
@@ -336,7 +328,7 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
     return "\n".join(lines + ["rb_par_wait"])
 
 
-def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, remote_run_dir: str, *,
+def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str, *,
                  placement=None, members: Mapping[str, HostSpec] | None = None,
                  inputs: Mapping[str, bytes | str] | None = None) -> str:
     """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable.
@@ -344,16 +336,18 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
     ``placement`` (a `reprobook.remote.placement.Placement`) gives the hosts of each role, and ``members`` their
     `HostSpec` (for their workdirs); without them, every role is ``host``. ``inputs`` are files made where
     reprobook runs (generated experiment configs): the job writes them into ``$RB_RUN_DIR/inputs/<name>``
-    before its first step (``RB_INPUTS`` names the directory).
+    before its first step (``RB_INPUTS`` names the directory). The parameters are ``run.params``: a plan's
+    (`reprobook.core.plan.make_plan`), as the hosts adapted them (`RunPlan.using`).
     """
     q = shlex.quote
+    claim = run.claim
     from reprobook.remote.placement import Placement
     members = {host.name: host, **(members or {})}
     if placement is None:   # one host plays every role
         placement = Placement({r: (host.name,) for r in (claim.roles or [claim.control_role])}, claim.control_role)
     roles, placement_env = dict(placement.roles), placement.env()
     env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, "RB_HOST": host.name, **placement_env,
-           **param_env(claim, params)}
+           **param_env(run)}
     git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
     if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):
         # a local mirror: let submodules be cloned from it too (git refuses file:// submodules by default)
@@ -374,13 +368,13 @@ def build_script(paper: Paper, claim: Claim, host: HostSpec, params: Mapping, re
         raw = data.encode() if isinstance(data, str) else bytes(data)
         out.append(f'mkdir -p "$RB_INPUTS" && echo {base64.b64encode(raw).decode()} | base64 -d > "$RB_INPUTS"/{q(name)}')
     out.append(f"mkdir -p {q(host.workdir)} && cd {q(host.workdir)}")
-    steps = plan(paper, claim)
+    steps = step_plan(paper, claim)
     if any(step and step.where == "guest" for _, step in steps) and "guest_port" not in claim.parameters:
         raise ConfigError(f"{claim.key} has steps on a guest but no parameter guest_port to reach it by "
                           f"(the guest is named by the parameters {', '.join(GUEST_PARAMETERS)})")
-    guest_env = param_env(claim, params)
-    check_guest(claim, params)
-    points = sweep_points(claim, params)
+    guest_env = param_env(run)
+    check_guest(run)
+    points = run.sweep
     total = len(steps)
     for i, (name, step) in enumerate(steps, 1):
         minutes = f" (expected {step.expected_minutes:g} min)" if step and step.expected_minutes else ""
