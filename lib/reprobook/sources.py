@@ -161,12 +161,15 @@ def params_words(params: Mapping) -> str:
     return " ".join(filter(None, [f"at {scale} scale" if scale else "", f"with {rest}" if rest else ""]))
 
 
-def _no_outputs(claim: Claim, params: Mapping | None) -> str:
+def _no_outputs(claim: Claim, params: Mapping | None, skipped: list[str] = ()) -> str:
     given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
     with_params = f" {params_words(given)}" if given else ""
     # in a reader's words, no markup: the reason is shown as plain text in the verdict box and the summary
     how = ("run it live on a host that meets its needs (what that takes is on its page)" if claim.runs_live else
            f"run its steps by hand, then record their outputs with reprobook import {claim.key}")
+    if skipped:   # runs are recorded, but none can be loaded: say which and why, not "none is recorded"
+        return (f"the authors ship no outputs for this claim, and no recorded run{with_params} can be loaded "
+                f"({'; '.join(skipped)}): {how}")
     return f"the authors ship no outputs for this claim, and no run{with_params} is recorded yet: {how}"
 
 
@@ -353,12 +356,13 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
             skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
             print(f"reprobook: {skipped[-1]}", file=sys.stderr)
         if not claim.reference:
-            return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params))
+            return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params, skipped))
         try:
-            return reference(project, claim)
+            shipped = reference(project, claim)
         except ArtifactError as exc:
-            return Outputs(claim.key, "none", "not run", detail=f"no recorded run, and the authors' outputs "
-                           f"could not be obtained: {exc.message}")
+            return Outputs(claim.key, "none", "not run", detail="; ".join(
+                [f"no recorded run, and the authors' outputs could not be obtained: {exc.message}", *skipped]))
+        return replace(shipped, detail="; ".join(filter(None, [shipped.detail, *skipped]))) if skipped else shipped
     if source == "reference":
         return reference(project, claim)
     if source == "live":

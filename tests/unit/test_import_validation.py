@@ -89,3 +89,19 @@ def test_auto_passes_over_an_unloadable_run_and_judges_the_next_good_one(junk, t
     assert "aardvark/archive-throughput: " in run.stdout and "Traceback" not in run.stderr
     (evaluation,) = [r for r in RunStore(project.settings.runs_dir).runs(claim) if r.manifest["source"] == "auto"]
     assert evaluation.manifest.get("outputs_source") == good_id, evaluation.manifest
+
+
+def test_with_only_unloadable_runs_the_page_says_which_were_passed_over(junk):
+    """Not "no run is recorded yet": the runs are there and cannot be loaded; the reason names each. Where the
+    authors ship outputs, those are judged, and the skipped run is still named."""
+    from reprobook import sources
+    project = load_project()
+    store = RunStore(project.settings.runs_dir)
+    for key, output, shipped in (("verus/page-table", "log", False), ("aardvark/archive-throughput", "logs", True)):
+        claim = project.claim(key)
+        bad = store.import_files(claim, {output: [junk / "out1.txt" if shipped else junk / "blob.bin"]},
+                                 machine="node-7", who="someone", params=None)
+        outputs = sources.obtain(project, claim, "auto")
+        assert f"run {bad.id} skipped: its outputs cannot be loaded" in outputs.detail, outputs.detail
+        assert "is recorded yet" not in outputs.detail
+        assert outputs.kind == ("reference" if shipped else "none"), outputs
