@@ -243,3 +243,19 @@ def test_no_payload_runs_in_chromium(hostile_site):
             page.wait_for_timeout(300)
             assert page.title() != "PWNED" and "PWNED" != page.evaluate("document.title"), path
         assert not dialogs
+
+
+def test_redacted_report_of_every_paper_names_no_host_machine_or_directory(hostile_site, monkeypatch):
+    """The reports (JSON and Markdown) of every paper, over the same hostile runs, redaction on."""
+    from reprobook import report
+    from reprobook.api import project
+    _, runs = hostile_site
+    monkeypatch.setenv("REPROBOOK_RUNS", str(runs))
+    monkeypatch.setenv("REPROBOOK_REDACT_HOSTS", "1")
+    for paper in project().papers:
+        data = report.paper_report(paper)
+        report.validate_report(data)
+        text = json.dumps(data, ensure_ascii=False) + report.report_markdown(data)
+        for secret in (SECRET_HOST, SECRET_MACHINE, "alice-secret", str(runs.parent)):
+            assert secret not in text, f"the {paper} report names {secret!r}"
+        assert "hostile-" in text, f"the {paper} report judged none of the hostile runs"
