@@ -15,17 +15,43 @@ from reprobook.core import checks, loaders, verdicts
 from reprobook.book import pages, plots
 from reprobook import sources
 from reprobook.core.config import Claim, Project, duration_words, load_project
+from reprobook.errors import ReprobookError
 
 _PROJECTS: dict[tuple, Project] = {}
 _CHECKED: dict[str, sources.Outputs] = {}  # claim key -> the outputs of its latest check in this process
 
 
 def project(root: str | Path | None = None) -> Project:
-    """The project's configuration, loaded once per process (and per ``REPROBOOK_*`` environment)."""
-    key = (str(root), *(os.environ.get(k) for k in sorted(os.environ) if k.startswith("REPROBOOK_")), os.getcwd())
+    """The project's configuration, loaded once per process (and per ``REPROBOOK_*`` environment), and again
+    when one of its files changes: ``hosts.yaml`` edited while a notebook's kernel runs is seen by the next call
+    (a fresh panel lists the new host)."""
+    key = (str(root), *(os.environ.get(k) for k in sorted(os.environ) if k.startswith("REPROBOOK_")), os.getcwd(),
+           *_config_stamp(root))
     if key not in _PROJECTS:
+        if len(_PROJECTS) > 32:   # stale versions of an edited configuration
+            _PROJECTS.clear()
         _PROJECTS[key] = load_project(Path(root) if root else None)
     return _PROJECTS[key]
+
+
+def _config_stamp(root: str | Path | None) -> tuple:
+    """(path, mtime, size) of each configuration file: a few stat calls, no parsing."""
+    from reprobook.core.config import find_root
+    try:
+        cfg = (Path(root).resolve() if root else find_root()) / "configs"
+    except ReprobookError:
+        return ()
+    files = [*cfg.glob("*.yaml"), *(cfg / "papers").glob("*.yaml")]
+    if os.environ.get("REPROBOOK_HOSTS"):
+        files.append(Path(os.environ["REPROBOOK_HOSTS"]))
+    out = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out.append((str(f), st.st_mtime_ns, st.st_size))
+    return tuple(sorted(out))
 
 
 def claim(key: str) -> Claim:

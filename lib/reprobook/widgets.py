@@ -154,6 +154,8 @@ class ParameterForm(w.VBox):
         self.claim = claim
         self.fields: dict[str, w.Widget] = {}
         self.errors: dict[str, w.HTML] = {}
+        self.valid = True
+        self.on_validity: Callable[[bool], None] | None = None   # told whether every field is good, as they change
         rows = []
         base = make_plan(claim, {}).params
         for name, p in claim.parameters.items():
@@ -208,16 +210,28 @@ class ParameterForm(w.VBox):
         make_plan(self.claim, changed)  # refuses an unknown name or an ill-typed value
         return changed
 
+    def field_errors(self) -> dict[str, str]:
+        """What is wrong with each field, checked on its own as the command line checks ``-p NAME VALUE`` (the
+        other fields at the chosen scale's values): every bad field gets its own message, not only the first."""
+        given = self._given()
+        scale = {"scale": given["scale"]} if "scale" in given and self.claim.scales else {}
+        out = {}
+        for name, value in given.items():
+            try:
+                make_plan(self.claim, {**scale, name: value})
+            except ConfigError as exc:
+                out[name] = exc.message
+        return out
+
     def _check(self, change=None) -> None:
+        bad = self.field_errors()
         for name in self.fields:
-            self.errors[name].value = ""
-        try:
-            self.values()
-        except ConfigError as exc:
-            bad = next((n for n in self.fields if f"parameter {n} " in exc.message), None)
-            if bad:
-                self.errors[bad].value = (f'<span class="reprobook-param-error" style="color:#b00">'
-                                          f'{html.escape(exc.message)}</span>')
+            self.errors[name].value = ("" if name not in bad else
+                                       f'<span class="reprobook-param-error" style="color:#b00">'
+                                       f'{html.escape(bad[name])}</span>')
+        self.valid = not bad
+        if self.on_validity is not None:
+            self.on_validity(self.valid)
 
     def _rescale(self, change) -> None:
         values = make_plan(self.claim, {"scale": change["new"]}).params
@@ -259,6 +273,7 @@ class Panel(w.VBox):
         self.host_note = w.HTML()
         self.host.observe(lambda _: self._show_host(), names="value")
         self.form = ParameterForm(claim)
+        self.form.on_validity = lambda ok: self._launchable()
         self.fresh = w.Checkbox(description="start a fresh run (not the recorded one with these parameters)",
                                 indent=False, layout=w.Layout(width="40em"))
         self.allow_small = w.Checkbox(description="run even on a host below the claim's requirements",
@@ -361,6 +376,13 @@ class Panel(w.VBox):
         ids = [r.id for r in runs]
         self.runs.value = chosen if chosen in ids else (ids[0] if ids else None)  # the newest by default
 
+    def _launchable(self) -> None:
+        """Launch is offered while nothing runs here, the claim runs live and every field of the form is good."""
+        busy = self._worker is not None and self._worker.is_alive()
+        self.launch_button.disabled = busy or not self.claim.runs_live or not self.form.valid
+        self.launch_button.tooltip = ("fix the parameters marked in red first" if not self.form.valid else
+                                      "run the claim live on the host (or attach to the same run)")
+
     def launch(self) -> None:
         """Run the claim live with the form's parameters on the chosen host (attaching to the same run if any)."""
         try:
@@ -435,7 +457,8 @@ class Panel(w.VBox):
                 self._poll(status)
             self._worker.join(self.poll_s)
         self.cancel_button.disabled = True
-        self.launch_button.disabled = self.attach_button.disabled = not self.claim.runs_live
+        self.attach_button.disabled = not self.claim.runs_live
+        self._launchable()
         run_id = self.run_id or (outcome["run"].id if "run" in outcome else None)
         self.run_id = run_id
         if run_id:

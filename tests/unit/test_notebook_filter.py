@@ -21,6 +21,11 @@ def _as_lab_leaves_it(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {"model_name": "M"}}}}
     nb["metadata"]["toc-autonumbering"] = True
+    # what a running ipykernel reports of itself, written back by Lab (seen in a real Lab: tests/integration/test_lab.py)
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+    nb["metadata"]["language_info"] = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                                       "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                                       "pygments_lexer": "ipython3", "version": "3.11.7"}
     for i, cell in enumerate(nb["cells"]):
         cell["metadata"].update({"scrolled": True, "jupyter": {"source_hidden": True},
                                  "execution": {"iopub.status.busy": "2026-11-25T19:00:00Z"}})

@@ -42,6 +42,41 @@ def test_the_form_is_made_from_the_claim_and_checks_types_with_the_help():
     assert form.fields["core_counts"].value == rehearsal["core_counts"] and form.values() == {"scale": "rehearsal"}
 
 
+def test_every_bad_field_gets_its_own_message_and_launch_waits_for_all_of_them():
+    import reprobook as rb
+    panel = rb.panel("aardvark/validator-throughput")
+    form = panel.form
+    def numeric(p):
+        v = p.default[0] if isinstance(p.default, (list, tuple)) else p.default
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    texts = [n for n, p in form.claim.parameters.items() if numeric(p)]   # every field that takes a number
+    assert len(texts) >= 2 and not panel.launch_button.disabled
+    for name in texts:
+        form.fields[name].value = "not a value"
+    bad = [n for n in texts if "reprobook-param-error" in form.errors[n].value]
+    assert bad == texts, {n: form.errors[n].value for n in texts}   # one message per field, each naming it
+    assert all(f"parameter {n} " in form.errors[n].value for n in texts)
+    assert panel.launch_button.disabled and "fix the parameters" in panel.launch_button.tooltip
+    base = resolve(form.claim, {})
+    for name in texts[:-1]:
+        form.fields[name].value = "\n".join(map(str, base[name])) if isinstance(base[name], tuple) else str(base[name])
+    assert panel.launch_button.disabled   # one bad field left
+    last = texts[-1]
+    form.fields[last].value = "\n".join(map(str, base[last])) if isinstance(base[last], tuple) else str(base[last])
+    assert not panel.launch_button.disabled and all(e.value == "" for e in form.errors.values())
+
+
+def test_hosts_yaml_edited_while_the_kernel_runs_is_seen_by_a_fresh_panel(tmp_path, monkeypatch):
+    import reprobook as rb
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(yaml.safe_dump({"hosts": {"node1": {"ssh": "node1", "workdir": "/w"}}}))
+    monkeypatch.setenv("REPROBOOK_HOSTS", str(hosts))
+    assert "node9" not in [v for _, v in rb.panel("aardvark/validator-throughput").host.options]
+    hosts.write_text(yaml.safe_dump({"hosts": {"node1": {"ssh": "node1", "workdir": "/w"},
+                                               "node9": {"ssh": "node9", "workdir": "/w"}}}))
+    assert "node9" in [v for _, v in rb.panel("aardvark/validator-throughput").host.options]
+
+
 def test_a_sweep_is_one_value_per_line():
     import reprobook as rb
     form = rb.panel("pesto/sample-runs").form

@@ -9,7 +9,9 @@ files themselves stay as stored and ``git status`` is clean too (git reports a f
 changed as modified even when its filtered content is not).
 
 What stays: the cells' sources, their ids and their ``tags`` (the website's layout) and MyST-NB
-options (``mystnb``), and the notebook's ``kernelspec`` and ``language_info``. The JSON is written
+options (``mystnb``), the notebook's kernel by name (``kernelspec``: name, language, and "Python 3" for
+``python3``, which a kernel reports as "Python 3 (ipykernel)") and its language by name (``language_info``:
+only ``name``; the version and lexers a running kernel adds are the session's, not the notebook's). The JSON is written
 as nbformat writes it (one-space indent, keys sorted, a final newline). Input that is not a notebook
 passes through unchanged, so a broken file is never made worse by the filter.
 """
@@ -27,6 +29,15 @@ def clean(nb: dict) -> dict:
     """``nb`` (a notebook as parsed JSON) without outputs, counts or session metadata; a new dict."""
     out = dict(nb)
     out["metadata"] = {k: v for k, v in (nb.get("metadata") or {}).items() if k in KEPT_NOTEBOOK_METADATA}
+    spec = out["metadata"].get("kernelspec")
+    if isinstance(spec, dict):
+        spec = {k: v for k, v in spec.items() if k in ("display_name", "language", "name")}
+        if spec.get("name") == "python3":
+            spec["display_name"] = "Python 3"
+        out["metadata"]["kernelspec"] = spec
+    lang = out["metadata"].get("language_info")
+    if isinstance(lang, dict):
+        out["metadata"]["language_info"] = {k: v for k, v in lang.items() if k == "name"}
     cells = []
     for cell in nb.get("cells") or []:
         cell = dict(cell)

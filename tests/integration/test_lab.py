@@ -1,0 +1,128 @@
+"""The project's notebooks in a real JupyterLab, as `make lab` starts it, driven by headless Chromium.
+
+A fresh clone of the project with the notebook filter `make notebook-filter` installs; Lab serves its
+``notebooks/`` with the save hook `make lab` sets. First a claim page is opened, run from top to bottom,
+autosaved and closed: ``git status`` stays clean and closing asks nothing. Then a notebook showing the
+control panel: ``hosts.yaml`` is edited while its kernel runs and a fresh panel lists the new host; bad values
+typed into every numeric field each get their own message, and launch stays disabled until all are fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.conftest import ROOT, unavailable
+from tests.support.lab import lab, open_notebook, run_all
+from tests.support.web import CHROMIUM, browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+
+CLAIM_PAGE = "aardvark/archive-throughput.ipynb"
+PANEL = {
+    "cells": [{"cell_type": "code", "execution_count": None, "id": "panel", "metadata": {}, "outputs": [],
+               "source": ["import reprobook as rb\n", "rb.panel(\"aardvark/validator-throughput\")"]}],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                 "language_info": {"name": "python"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory, mirror):
+    """A fresh clone with the notebook filter, and Lab on its notebooks/ as `make lab` runs it."""
+    if not Path(CHROMIUM).is_file():
+        unavailable(f"no Chromium at {CHROMIUM} (install it with .ci/install-system-deps.sh)")
+    base = tmp_path_factory.mktemp("lab")
+    clone = base / "reprobook"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    subprocess.run(["make", "-s", "-C", str(clone), "notebook-filter", f"VENV={sys.prefix}"], check=True, timeout=60)
+    hosts = base / "hosts.yaml"
+    hosts.write_text(yaml.safe_dump({"hosts": {"node1": {"ssh": "node1", "workdir": "/w"}}}))
+    env = {"REPROBOOK_ROOT": str(clone), "REPROBOOK_HOSTS": str(hosts), "REPROBOOK_RUNS": str(base / "runs"),
+           "REPROBOOK_ARTIFACT_MIRROR": str(mirror), "REPROBOOK_ARTIFACT_CACHE": str(base / "cache")}
+    settings = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True, "autosaveInterval": 2}}
+    with lab(clone / "notebooks", base, cwd=clone, env=env, settings=settings,
+             args=("--ContentsManager.pre_save_hook=reprobook.book.clean.pre_save",)) as (url, token):
+        yield clone, hosts, url, token
+
+
+def _git_status(clone: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_run_all_autosave_and_close_leave_the_checkout_clean_and_ask_nothing(checkout):
+    clone, _, url, token = checkout
+    page_file = clone / "notebooks" / CLAIM_PAGE
+    before = page_file.stat().st_mtime_ns
+    with browser() as b:
+        page = open_notebook(b, url, token, CLAIM_PAGE)
+        run_all(page)
+        assert page.locator(".jp-OutputArea-output").count() > 3   # the page ran: tables, plot, verdict
+        # autosave (every 2 s here): the model is clean again and the file was written
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=60_000)
+        assert page_file.stat().st_mtime_ns != before, "Lab never saved the notebook"
+        saved = json.loads(page_file.read_text())
+        assert saved["nbformat_minor"] >= 5 and all("id" in c for c in saved["cells"])
+        page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+        page.wait_for_timeout(1500)
+        assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
+        assert page.locator(".jp-NotebookPanel").count() == 0, "the notebook did not close"
+    status = _git_status(clone)
+    diff = subprocess.run(["git", "diff"], cwd=clone, capture_output=True, text=True).stdout
+    assert status == "", f"Lab's session left changes in git:\n{status}{diff[:3000]}"
+
+
+def test_a_fresh_panel_sees_a_host_added_while_the_kernel_runs(checkout):
+    clone, hosts, url, token = checkout
+    (clone / "notebooks" / "panel.ipynb").write_text(json.dumps(PANEL))
+    with browser() as b:
+        page = open_notebook(b, url, token, "panel.ipynb")
+        run_all(page)
+        page.locator(".reprobook-panel").wait_for(timeout=60_000)
+        assert "node9" not in page.locator(".reprobook-host select option").all_inner_texts()
+        hosts.write_text(yaml.safe_dump({"hosts": {"node1": {"ssh": "node1", "workdir": "/w"},
+                                                   "node9": {"ssh": "node9", "workdir": "/w"}}}))
+        run_all(page)   # the same kernel, a fresh panel
+        page.wait_for_function("() => [...document.querySelectorAll('.reprobook-host select option')]"
+                               ".some(o => o.textContent.startsWith('node9'))", timeout=30_000)
+
+
+def test_bad_values_in_every_field_each_get_a_message_and_launch_waits(checkout):
+    clone, _, url, token = checkout
+    from reprobook.core.config import load_project
+    claim = load_project(clone).claim("aardvark/validator-throughput")
+    numeric = [n for n, p in claim.parameters.items()
+               if isinstance(p.default[0] if isinstance(p.default, (list, tuple)) else p.default, (int, float))
+               and not isinstance(p.default, bool)]
+    assert len(numeric) >= 3
+    with browser() as b:
+        page = open_notebook(b, url, token, "panel.ipynb")
+        run_all(page)
+        page.locator(".reprobook-panel").wait_for(timeout=60_000)
+        launch = page.locator("button.reprobook-launch")
+        assert launch.is_enabled()
+        good = {}
+        for name in numeric:
+            field = page.locator(f".reprobook-param-{name} input, .reprobook-param-{name} textarea").first
+            good[name] = field.input_value()
+            field.fill("abc")
+            field.press("Tab")
+        page.wait_for_function(f"() => document.querySelectorAll('.reprobook-param-error').length === {len(numeric)}",
+                               timeout=30_000)
+        said = page.locator(".reprobook-param-error").all_inner_texts()
+        assert all(any(f"parameter {n} " in s for s in said) for n in numeric), said
+        assert launch.is_disabled()
+        for name in numeric:
+            field = page.locator(f".reprobook-param-{name} input, .reprobook-param-{name} textarea").first
+            field.fill(good[name])
+            field.press("Tab")
+        page.wait_for_function("() => document.querySelectorAll('.reprobook-param-error').length === 0", timeout=30_000)
+        assert launch.is_enabled()
