@@ -4,7 +4,8 @@ No script error and no failed request on any page; no serious or critical access
 shipped inside the ``axe-playwright-python`` wheel, so nothing is fetched) in the light and the dark mode,
 the dark one as the system setting gives it; every plot with a sentence for its alt text and a caption; no
 literal Markdown backticks in a page's text; at phone width no sideways scrolling and the verdict on the
-first screen; a "not run" page saying what a run would take, with working links.
+first screen and every plot's smallest text at 9 px or more; a "not run" page saying what a run would take, with
+working links.
 """
 
 from __future__ import annotations
@@ -146,6 +147,29 @@ def test_phone_width_no_sideways_scroll_and_the_verdict_on_the_first_screen(site
             if wide > 390 or verdict is None or verdict["y"] + verdict["height"] > 844:
                 bad[name] = {"scroll_width": wide, "verdict": verdict}
     assert not bad, bad
+
+
+def test_at_phone_width_every_plots_smallest_text_stays_readable(site):
+    """Each plot is shown at least as wide as keeps its smallest text at 9 px (the PNG says how big that text is at
+    its own size); a wider plot scrolls inside its cell, not the page."""
+    from PIL import Image
+
+    from reprobook.book.plots import TEXT_PX
+    bad, seen = {}, 0
+    with browser() as b:
+        page = b.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+        for name in _claim_pages():
+            page.goto(site + name, wait_until="load")
+            for img in page.evaluate("""() => [...document.querySelectorAll('figure.reprobook-plot img')].map(i => (
+                {src: i.getAttribute('src'), shown: i.getBoundingClientRect().width, natural: i.naturalWidth}))"""):
+                with Image.open((HTML / name).parent / img["src"]) as png:
+                    smallest = float(png.text[TEXT_PX])
+                seen += 1
+                shown_px = smallest * img["shown"] / img["natural"]
+                if shown_px < 9 - 0.05:
+                    bad.setdefault(name, []).append(f"{img['src']}: smallest text {shown_px:.1f} px")
+            assert page.evaluate("document.scrollingElement.scrollWidth") <= 390, name
+    assert seen >= 10 and not bad, bad
 
 
 def test_a_not_run_page_says_what_a_run_would_take(site):

@@ -105,3 +105,19 @@ def test_with_only_unloadable_runs_the_page_says_which_were_passed_over(junk):
         assert f"run {bad.id} skipped: its outputs cannot be loaded" in outputs.detail, outputs.detail
         assert "is recorded yet" not in outputs.detail
         assert outputs.kind == ("reference" if shipped else "none"), outputs
+
+
+def test_a_run_at_other_parameters_than_the_claims_defaults_changes_its_pages_fingerprint(junk, mirror):
+    """A rehearsal page asks for its rehearsal scale, not the claim's default: a run it would judge must make the
+    book execute it again (found by the hostile site, whose rehearsal runs the cached pages never showed)."""
+    from reprobook.book.site import fingerprints
+    project = load_project()
+    claim = project.claim("aardvark/archive-throughput")
+    page = f"notebooks/{claim.paper}/{claim.id}.ipynb"
+    before = fingerprints(project)
+    out = _import("aardvark/archive-throughput", "aout1.txt", "-p", "scale", "rehearsal", cwd=junk)
+    assert out.returncode == 0, out.stderr
+    after = fingerprints(project)
+    assert after[page] != before[page] and after["book/summary.ipynb"] != before["book/summary.ipynb"]
+    assert {k for k in after if after[k] != before[k]} == {page, f"book/{claim.paper}/index.ipynb",
+                                                           "book/summary.ipynb"}

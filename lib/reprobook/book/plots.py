@@ -628,4 +628,20 @@ def figure_png(fig) -> str | None:
     """
     from IPython.core.pylabtools import print_figure
     alt, caption = figure_words(fig)
-    return print_figure(fig, "png", base64=True, metadata={"Title": caption, "Description": alt})
+    words = {"Title": caption, "Description": alt}
+    smallest = smallest_text_px(fig)
+    if smallest:
+        words[TEXT_PX] = f"{smallest:.1f}"
+    return print_figure(fig, "png", base64=True, metadata=words)
+
+
+TEXT_PX = "reprobook-min-text-px"
+"""The PNG text key holding the height in pixels of the figure's smallest text, at the image's own size: the
+site keeps a plot wide enough on a phone for that text to stay readable (`reprobook.book.sphinxext`)."""
+
+
+def smallest_text_px(fig) -> float | None:
+    """The size in pixels (at the figure's dpi, as the PNG is written) of its smallest visible text, or None."""
+    from matplotlib.text import Text
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * fig.dpi / 72 if sizes else None

@@ -34,7 +34,6 @@ from typing import Callable, Iterator
 
 from reprobook.book import execution
 from reprobook.core import verdicts
-from reprobook.core.plan import make_plan
 from reprobook.core.config import Project
 from reprobook.errors import ReprobookError
 from reprobook.core.runs import MANIFEST, RunStore
@@ -72,8 +71,10 @@ def fingerprints(project: Project) -> dict[str, str]:
         config = paper.path.read_bytes()
         mine = []
         for claim in paper.claims.values():
-            latest = store.latest(claim, params=make_plan(claim).params)
-            fp = _h(common, config, claim.key, latest.id if latest else "no-run")
+            # every run the page could judge, whatever its parameters: a page may ask for other ones than the
+            # claim's defaults (a rehearsal page asks for its rehearsal scale), and a new run changes what it shows
+            runs = [r.id for r in store.candidates(claim)]
+            fp = _h(common, config, claim.key, *(runs or ["no-run"]))
             pages[f"notebooks/{paper.id}/{claim.id}.ipynb"] = fp
             mine.append(fp)
         pages[f"book/{paper.id}/index.ipynb"] = _h(common, config, *mine)  # it lists its claims' verdicts

@@ -61,14 +61,37 @@ def _take(doctree: nodes.document, start: str, end: str) -> str:
 
 def png_words(path: Path) -> tuple[str, str] | None:
     """The ``(alt, caption)`` a PNG carries (`reprobook.book.plots.figure_png`), or None."""
+    text = _png_text(path)
+    alt, caption = text.get("Description", "").strip(), text.get("Title", "").strip()
+    return (alt, caption) if alt else None
+
+
+def _png_text(path: Path) -> dict:
     try:
         from PIL import Image
         with Image.open(path) as image:
-            text = dict(getattr(image, "text", {}) or {})
+            return {**dict(getattr(image, "text", {}) or {}), "width": str(image.width)}
     except (OSError, ValueError, ImportError):
+        return {}
+
+
+READABLE_PX = 9
+"""The smallest text a plot may show on a phone, in CSS pixels."""
+PHONE_PX = 340
+"""The width a plot gets on a 390-pixel phone screen, inside the page's margins."""
+
+
+def phone_width(path: Path) -> int | None:
+    """The width in pixels (a multiple of 50) a plot must keep on a phone so its smallest text stays at
+    `READABLE_PX` or more (its cell scrolls sideways instead), or None when the phone's width does."""
+    text = _png_text(path)
+    try:
+        from reprobook.book.plots import TEXT_PX
+        smallest, width = float(text[TEXT_PX]), int(text["width"])
+    except (KeyError, ValueError):
         return None
-    alt, caption = text.get("Description", "").strip(), text.get("Title", "").strip()
-    return (alt, caption) if alt else None
+    need = min(width, width * READABLE_PX / smallest)
+    return None if need <= PHONE_PX else int(-(-need // 50) * 50)
 
 
 def caption_plots(doctree: nodes.document, locate) -> int:
@@ -87,7 +110,8 @@ def caption_plots(doctree: nodes.document, locate) -> int:
             continue
         alt, caption = words
         image["alt"] = alt
-        figure = nodes.figure("", classes=["reprobook-plot"])
+        keep = phone_width(path)
+        figure = nodes.figure("", classes=["reprobook-plot"] + ([f"reprobook-minw-{keep}"] if keep else []))
         figure["ids"].append(f"plot-{done + 1}")  # Sphinx numbers figures (numfig): each needs an id
         image.replace_self(figure)
         figure += image
