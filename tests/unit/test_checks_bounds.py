@@ -252,3 +252,20 @@ def test_throughput_of_equal_trials_is_their_harmonic_mean_total_work_over_total
     assert f"{100000 / seconds.mean():.4g} vs required" in r.reason and "the hmean of 3 trials" in r.reason
     data.attrs["trial_statistic"] = "hmean"          # a loader may say which statistic its trials are about
     assert evaluate_check(spec("at_least", min=1, trials="trial"), data, {}).reason == r.reason
+
+
+# --------------------------------------------------------------------------- groups with nothing to compare with
+
+def test_a_group_without_target_rows_is_named_never_dropped():
+    data = pd.DataFrame({"system": ["a", "a", "a", "b", "b"], "op": ["x", "y", "z", "x", "y"],
+                         "v": [10.0, 20.0, 30.0, 11.0, 19.0]})
+    base = dict(select={"system": "a"}, target_rows={"system": "b"}, by=["op"])
+    for kind, opts in (("within_factor", {"factor": 2}), ("close_to", {"rel_tol": 0.2})):
+        r = evaluate_check(spec(kind, **base, **opts), data, {})
+        assert r.verdict is Verdict.INCONCLUSIVE and "op=z: no rows of system=b to compare with" in r.reason, r.reason
+        r = evaluate_check(spec(kind, **base, **opts, only_paired=True), data, {})
+        assert r.verdict is Verdict.HOLDS and "not compared (no rows of system=b): op=z" in r.reason, r.reason
+        assert set(r.evidence["op"]) == {"x", "y"}
+    # only_paired does not hide a failure among the groups it compares
+    r = evaluate_check(spec("within_factor", **base, factor=1.05, only_paired=True), data, {})
+    assert r.verdict is Verdict.FAILS and "op=z" in r.reason

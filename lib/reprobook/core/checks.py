@@ -451,6 +451,10 @@ _TARGET_OPTIONS = {
     "target_published": {"type": "boolean"},
     "target_rows": _LABELS,
     "target_column": {"type": "string"},
+    # with target_rows: judge the groups both sides have (a claim "for the operations both have"); the others are
+    # named in the reason as not compared. Without it, a group with nothing to compare with makes the check
+    # inconclusive, naming the group: never dropped without a word.
+    "only_paired": {"type": "boolean"},
 }
 
 
@@ -469,11 +473,12 @@ def _close_to(spec, rows, data, published):
     undefined = pd.Series(np.where(ev["ratio"].isna() & zero, [f"{r}: the target is 0, so a relative tolerance "
                                                                f"has no meaning" for r in ev["label"]], ""),
                           index=ev.index)
+    undefined = _why_unjudged(ev, undefined)
 
     def describe(w, m):
         return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} ({_pct(w['ratio'] - 1)}); "
                 f"tolerance ±{tol * 100:g}%, margin {m * 100:+.1f} points")
-    return _finish(spec, ev, margins, describe, undefined)
+    return _noting_unpaired(_finish(spec, ev, margins, describe, undefined), ev)
 
 
 @kind("within_factor", options={**_TARGET_OPTIONS, "factor": {"type": "number", "minimum": 1}},
@@ -491,11 +496,12 @@ def _within_factor(spec, rows, data, published):
     undefined = pd.Series([f"{r}: {x:.4g} vs {t:.4g} are not a factor apart (one is 0, or their signs differ)"
                            if not (q > 0) and pd.notna(x) else "" for r, x, t, q in
                            zip(ev["label"], ev[v], ev["target"], ev["ratio"])], index=ev.index)
+    undefined = _why_unjudged(ev, undefined)
 
     def describe(w, m):
         return (f"{w['label']}: {w[v]:.4g} vs {w['target']:.4g} is a factor "
                 f"{max(w['ratio'], 1 / w['ratio']):.2f} apart; allowed {factor:g}, margin {_pct(m)}")
-    return _finish(spec, ev, pd.Series(margins, index=ev.index), describe, undefined)
+    return _noting_unpaired(_finish(spec, ev, pd.Series(margins, index=ev.index), describe, undefined), ev)
 
 
 @kind("rank_order", options={"across": {"type": "string"},
@@ -756,11 +762,33 @@ def _targets(spec, rows, data, published) -> pd.DataFrame | str:
     keys = [c for c in by if c not in other]
     t = theirs.groupby(keys)[v].mean().rename("target").reset_index() if keys else \
         pd.DataFrame({"target": [theirs[v].mean()]})
-    ev = mine.merge(t, on=keys, how="inner") if keys else mine.assign(target=float(t["target"].iloc[0]))
-    if ev.empty:
+    # every measured group stays: one with no rows of ``other`` to compare with is not judged, and says so
+    ev = mine.merge(t, on=keys, how="left") if keys else mine.assign(target=float(t["target"].iloc[0]))
+    if ev.empty or ev["target"].isna().all():
         return f"no measured rows pair up with {other} on {keys}"
-    ev["label"] = [_label(r, by) + f" vs {', '.join(f'{k}={x}' for k, x in other.items())}" for _, r in ev.iterrows()]
-    return ev[[*by, "label", v, "target"]]
+    against = ", ".join(f"{k}={x}" for k, x in other.items())
+    ev["label"] = [_label(r, by) + f" vs {against}" for _, r in ev.iterrows()]
+    ev["unpaired"] = [f"{_label(r, by)}: no rows of {against} to compare with" if pd.isna(r["target"]) else ""
+                      for _, r in ev.iterrows()]
+    out = ev[[*by, "label", v, "target", "unpaired"]]
+    if o.get("only_paired"):
+        skipped = [_label(r, by) for _, r in out[out["target"].isna()].iterrows()]
+        out = out[out["target"].notna()].drop(columns="unpaired")
+        out.attrs["not_compared"] = f"not compared (no rows of {against}): {', '.join(skipped)}" if skipped else ""
+    return out
+
+
+def _noting_unpaired(result: CheckResult, ev: pd.DataFrame) -> CheckResult:
+    """The result, its reason naming the groups `_targets` left out (``only_paired``)."""
+    note = ev.attrs.get("not_compared") if isinstance(ev, pd.DataFrame) else ""
+    return dataclasses.replace(result, reason=f"{result.reason}; {note}") if note else result
+
+
+def _why_unjudged(ev: pd.DataFrame, undefined: pd.Series) -> pd.Series:
+    """Per row, why it cannot be judged: a group without a target (`_targets`), else the kind's own reason."""
+    if "unpaired" not in ev.columns:
+        return undefined
+    return ev["unpaired"].where(ev["unpaired"] != "", undefined)
 
 
 def _missing_point(data: pd.DataFrame, want: Mapping[str, Any]) -> str:
