@@ -590,3 +590,20 @@ def test_malformed_nr_csv(mirror, tmp_path):
     raises_at(lambda: load("verus.nr", verified=[path]), path, 2, "name")
     path = write(tmp_path, "notes.txt", "hello\n")
     raises_at(lambda: load("verus.nr", other=[path]), path, None)
+
+
+def test_page_table_checks_judge_the_repetitions_with_an_interval(tmp_path):
+    """Repeated runs are trials (issue 26): each check judges their mean and gives the margin's interval."""
+    from reprobook.core.checks import evaluate_check
+    from reprobook.core.config import load_project
+    frame = load("verus.page_table", log=[write(tmp_path, "log.txt", PAGE_TABLE_LOG)])
+    assert frame.attrs["trial_column"] == "repetition"
+    claim = load_project().claim("verus/page-table")
+    for spec in claim.checks:
+        r = evaluate_check(spec, frame, {})
+        assert r.trials == 2 and r.interval is not None and r.interval[0] <= r.margin <= r.interval[1], r
+        assert "95 % interval of the margin" in r.reason and "the mean of 2 trials per point" in r.reason
+    one = load("verus.page_table", log=[write(tmp_path, "one.txt", "".join(PAGE_TABLE_LOG.splitlines(True)[:8]))])
+    assert one["repetition"].max() == 1
+    r = evaluate_check(claim.checks[0], one, {})
+    assert r.interval is None and "no spread could be measured" in r.reason

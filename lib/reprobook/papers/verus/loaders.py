@@ -60,7 +60,9 @@ def milli(outputs) -> pd.DataFrame:
     frame = pd.concat(frames, ignore_index=True)
     keys = ["benchmark", "experiment", "tool", "pushes", "function", "outcome"]
     frame["sample"] = frame.groupby(keys, dropna=False, sort=False).cumcount() + 1
-    return frame[[*keys, "sample", "seconds", "timed_out"]]
+    out = frame[[*keys, "sample", "seconds", "timed_out"]]
+    out.attrs["trial_column"] = "sample"   # repeated files of one benchmark: the checks judge their spread
+    return out
 
 
 @loader("verus.macro_stats")
@@ -116,6 +118,7 @@ def page_table(outputs) -> pd.DataFrame:
             toolchains += [line[len("# rust:"):].strip() for line in f if line.startswith("# rust:")]
     out = pd.concat(frames, ignore_index=True)[["op", "impl", "repetition", "ns"]]
     out.attrs["toolchain"] = "; ".join(dict.fromkeys(toolchains))
+    out.attrs["trial_column"] = "repetition"   # the checks judge the mean over repetitions, with its interval
     return out
 
 
@@ -129,7 +132,9 @@ def mimalloc(outputs) -> pd.DataFrame:
     (NaN if the run failed), ``status`` (``ok``, ``fail``), ``run`` (1-based result table).
     """
     frame = parse.read_mimalloc_log(_only(_required(outputs, "log"), "log", outputs))
-    return frame[["benchmark", "allocator", "seconds", "status", "run"]]
+    out = frame[["benchmark", "allocator", "seconds", "status", "run"]]
+    out.attrs["trial_column"] = "run"   # each result table is a trial of every benchmark
+    return out
 
 
 @loader("verus.pmlog")
