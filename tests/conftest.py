@@ -39,7 +39,9 @@ def group_of(nodeid: str) -> tuple[int, str]:
         return 1, "site"
     if path.startswith("tests/integration/"):
         return 2, path
-    return 3, nodeid
+    if path.endswith(".ipynb"):   # nbval: a notebook's cells run in order in one kernel, so on one worker
+        return 3, path
+    return 4, nodeid
 
 
 @pytest.hookimpl(tryfirst=True)
