@@ -10,16 +10,12 @@ a short run goes to its end and the plot and the verdict appear.
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import _wait_for, unavailable
-from tests.support.sshd import free_port
+from tests.support.lab import lab as start_lab
 from tests.support.web import CHROMIUM
 
 pytestmark = [pytest.mark.ssh, pytest.mark.browser, pytest.mark.timeout(240)]
@@ -39,44 +35,8 @@ def lab(fixture, tmp_path):
     if not Path(CHROMIUM).is_file():
         unavailable(f"no Chromium at {CHROMIUM} (install it with .ci/install-system-deps.sh)")
     (fixture.root / "panel.ipynb").write_text(json.dumps(NOTEBOOK))
-    port, token = free_port(), secrets.token_hex(16)
-    home = tmp_path / "jupyter"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
-           "JUPYTER_PLATFORM_DIRS": "1"}
-    (home / "config" / "labconfig").mkdir(parents=True)  # no "get notified about Jupyter news?" over the page
-    (home / "config" / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    log = (tmp_path / "lab.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={fixture.root}",
-         "--expose-app-in-browser", "--LabApp.news_url=", "--KernelManager.transport_encryption=auto",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=fixture.root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        import urllib.request
-        _wait_for(lambda: _answers(urllib.request, f"{url}/api/status?token={token}"), timeout=60,
-                  what=f"jupyter lab on port {port} (log: {tmp_path / 'lab.log'})")
+    with start_lab(fixture.root, tmp_path) as (url, token):
         yield url, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
-
-
-def _answers(request, url: str) -> bool:
-    try:
-        with request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def test_launch_watch_cancel_then_a_run_to_its_verdict(lab, fixture):

@@ -1,4 +1,4 @@
-"""A real JupyterLab for browser tests: `lab` starts ``python -m jupyterlab`` on a free port with a token and
+"""A real JupyterLab for browser tests (the panel test and the Lab tests): `lab` starts ``python -m jupyterlab`` on a free port with a token and
 throwaway Jupyter directories, and stops it; `open_notebook` opens a notebook in Chromium and waits for its kernel.
 
 Example::
