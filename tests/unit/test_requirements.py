@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -347,8 +349,9 @@ def test_probe_script_has_each_probe_once_and_each_claims_commands_once_quoted()
     b = Requirements(commands=["git", "numactl"], cores=4)
     script = probe_script([a, b])
     assert script.count("getconf _NPROCESSORS_ONLN") == 1
-    assert script.count("docker info") == 2  # with and without `timeout`
-    probed = [line.split()[2] for line in script.splitlines() if line.startswith("printf 'cmd_")]
+    assert "docker info" not in script   # Docker is asked of the daemon only when a claim needs it
+    assert probe_script([a, Requirements(docker=True)]).count("docker info") == 2  # with and without `timeout`
+    probed = [line.split()[3] for line in script.splitlines() if line.startswith("if command -v ")]
     assert probed == ["git", "g++", "numactl"]
     assert probe_script(a) == probe_script([a])
     assert "cmd_" not in probe_script([Requirements(cores=2)]).replace("printf 'cmd_%s", "")
@@ -364,3 +367,49 @@ def test_probe_script_runs_with_bash_and_every_fact_is_read(tmp_path):
     assert f.disk_path == str(tmp_path) and f.disk_free_gib is not None and f.disk_free_gib > 0
     assert f.commands["bash"] is True and f.commands["no-such-cmd-xyz"] is False and "g++" in f.commands
     assert f.cpus >= 1 and f.kernel and f.os and f.smt in ("on", "off", "unknown")
+
+
+def _sh(cmd: str) -> str:
+    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+def test_the_probe_reads_with_bash_alone_and_agrees_with_the_programs_it_replaced(tmp_path):
+    """On 100 hosts at once the probe is what a check costs: bash's own read and globs, no grep/awk/sort.
+
+    With only ``id``, ``df`` and ``uname`` on PATH every fact still comes back, equal to what the
+    programs the probe used to start (getconf, awk, grep, ls | wc) read on this machine.
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for prog in ("id", "df", "uname"):
+        (bin_dir / prog).symlink_to(shutil.which(prog))
+    out = subprocess.run(["/bin/bash", "--norc", "--noprofile", "-c", probe_script([Requirements()]), "probe",
+                          str(tmp_path / "a" / "b" / "")], capture_output=True, text=True, timeout=60,
+                         env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
+    assert out.returncode == 0 and "command not found" not in out.stderr, out.stderr
+    f = facts_from(out.stdout)
+    assert f.cpus == int(_sh("getconf _NPROCESSORS_ONLN"))
+    assert f.mem_gib == round(int(_sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo")) / 2**20, 2)
+    assert f.cpu_model == _sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'")
+    assert f.numa_nodes == max(1, int(_sh("ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l")))
+    assert f.kernel == _sh("uname -r") and f.hostname == _sh("hostname") and f.arch == _sh("uname -m")
+    old_topology = _sh("awk '{n=split(FILENAME, a, \"/\"); c=a[n-2]; if (a[n] == \"physical_package_id\") p[c]=$0; "
+                       "else s[c]=$0} END {for (c in s) print p[c] \":\" s[c]}' "
+                       "/sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id "
+                       "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")
+    old = facts_from("cpu_topology=" + old_topology.replace("\n", " "))
+    assert f.physical_cores and (f.physical_cores, f.sockets, f.physical_cores_per_socket) == (
+        old.physical_cores, old.sockets, old.physical_cores_per_socket)
+    assert f.disk_path == str(tmp_path) and f.disk_free_gib > 0
+    assert f.docker is None and "not probed" in f.docker_detail
+
+
+@pytest.mark.parametrize("workdir, nearest", [
+    ("{t}/a/b", "{t}"), ("{t}/a/b/", "{t}"), ("{t}//a//b//", "{t}"), ("{t}", "{t}"), ("/no-such-dir-rb/x", "/"),
+    ("no-such-rel-rb/x/y", "."), ("no-such-rel-rb", "."), ("~/no-such-rb/x", "{t}")])
+def test_the_disk_probe_measures_at_the_nearest_existing_parent_as_dirname_would(tmp_path, workdir, nearest):
+    script = probe_script([Requirements(disk_gib=1)])
+    out = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "probe", workdir.format(t=tmp_path)],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}).stdout
+    assert facts_from(out).disk_path == nearest.format(t=tmp_path)

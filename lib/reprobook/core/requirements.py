@@ -101,11 +101,20 @@ class HostFacts(Mapping):
         return d
 
 
+# The probe runs on every host of a cluster at once; on 100 hosts its cost is what a check costs. So it
+# reads /proc and /sys with bash's own `read` and globs, and starts a program only where bash has no way
+# (id, df): about 3 ms of a host's CPU, against 40 ms for the same facts through grep, awk and sort.
 _HOST_PROBE = r"""
-echo "hostname=$(hostname 2>/dev/null || uname -n)"
-echo "kernel=$(uname -r)"
+rb_h=$HOSTNAME; [ -n "$rb_h" ] || rb_h=$(uname -n)
+echo "hostname=$rb_h"
+{ read -r rb_k < /proc/sys/kernel/osrelease; } 2>/dev/null || rb_k=$(uname -r)
+echo "kernel=$rb_k"
 echo "arch=$(uname -m)"
-echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+rb_m=
+{ while IFS=: read -r k v; do
+    case $k in "model name"*) rb_m=${v#"${v%%[! ]*}"}; break ;; esac
+  done < /proc/cpuinfo; } 2>/dev/null
+echo "cpu_model=$rb_m"
 echo "user=$(id -un 2>/dev/null)"
 """.strip()
 
@@ -220,7 +229,16 @@ class Cores(Requirement):
     schema = {"type": "integer", "minimum": 1}
     expects = "a whole number of CPUs online, at least 1"
     example = "8"
-    probe = 'echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)"'
+    # /sys/devices/system/cpu/online is a list of ranges ("0-3,8-11"): what getconf counts, without a program
+    probe = r"""
+rb_n=
+if { read -r rb_on < /sys/devices/system/cpu/online; } 2>/dev/null && [ -n "$rb_on" ]; then
+  rb_n=0
+  for r in ${rb_on//,/ }; do rb_n=$((rb_n + ${r#*-} - ${r%-*} + 1)); done
+fi
+[ -n "$rb_n" ] || rb_n=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)
+echo "cpus=$rb_n"
+""".strip()
     coerce = staticmethod(int)
 
     def parse(self, kv, facts):
@@ -246,13 +264,17 @@ class PhysicalCoresPerSocket(Requirement):
     # One "package:core" pair per online CPU, deduplicated: a core is its set of
     # hardware threads (thread_siblings_list), which unlike core_id is unique in
     # its package on every platform. /proc/cpuinfo is the fallback without sysfs.
+    # (One pair per CPU, repeated for its siblings: the parser counts distinct pairs.)
     probe = r"""
-t=$(awk '{n=split(FILENAME, a, "/"); c=a[n-2]; if (a[n] == "physical_package_id") p[c]=$0; else s[c]=$0}
-         END {for (c in s) print p[c] ":" s[c]}' \
-    /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id \
-    /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list 2>/dev/null | sort -u | tr '\n' ' ')
-[ -n "$t" ] || t=$(awk -F': *' '/^physical id/ {p=$2} /^core id/ {print p ":" $2}' /proc/cpuinfo 2>/dev/null |
-                  sort -u | tr '\n' ' ')
+t=
+for c in /sys/devices/system/cpu/cpu[0-9]*/topology; do
+  { read -r p < "$c/physical_package_id" && read -r s < "$c/thread_siblings_list"; } 2>/dev/null && t="$t$p:$s "
+done
+if [ -z "$t" ]; then
+  { while IFS=: read -r k v; do
+      case $k in "physical id"*) p=${v#"${v%%[! ]*}"} ;; "core id"*) t="$t$p:${v#"${v%%[! ]*}"} " ;; esac
+    done < /proc/cpuinfo; } 2>/dev/null
+fi
 echo "cpu_topology=$t"
 """.strip()
 
@@ -286,7 +308,11 @@ class MemoryGib(Requirement):
     schema = {"type": "number", "minimum": 0}
     expects = "a number of GiB"
     example = "64"
-    probe = """echo "mem_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null)\""""
+    probe = r"""
+rb_mem=
+{ while read -r k v _; do [ "$k" = MemTotal: ] && { rb_mem=$v; break; }; done < /proc/meminfo; } 2>/dev/null
+echo "mem_kib=$rb_mem"
+""".strip()
     coerce = staticmethod(float)
 
     def parse(self, kv, facts):
@@ -316,9 +342,15 @@ class DiskGib(Requirement):
     probe = r"""
 d="${1:-$HOME}"
 case "$d" in "~") d="$HOME" ;; "~/"*) d="$HOME/${d#\~/}" ;; esac
-while [ ! -e "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname -- "$d"); done
+while [ ! -e "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do   # dirname, in bash
+  while [ "${d%/}" != "$d" ] && [ "$d" != / ]; do d=${d%/}; done
+  case $d in /*/*|[!/]*/*) d=${d%/*} ;; /*) d=/ ;; *) d=. ;; esac
+  while [ "${d%/}" != "$d" ] && [ "$d" != / ]; do d=${d%/}; done
+done
 echo "disk_path=$d"
-echo "disk_free_kib=$(df -Pk -- "$d" 2>/dev/null | awk 'NR == 2 {print $4}')"
+rb_free=
+{ read -r _; read -r _ _ _ rb_free _; } <<< "$(df -Pk -- "$d" 2>/dev/null)"
+echo "disk_free_kib=$rb_free"
 """.strip()
     coerce = staticmethod(float)
 
@@ -343,7 +375,11 @@ class NumaNodes(Requirement):
     schema = {"type": "integer", "minimum": 1}
     expects = "a whole number of NUMA nodes, at least 1"
     example = "2"
-    probe = 'echo "numa_nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"'
+    probe = r"""
+rb_numa=0
+for x in /sys/devices/system/node/node[0-9]*; do [ -e "$x" ] && rb_numa=$((rb_numa + 1)); done
+echo "numa_nodes=$rb_numa"
+""".strip()
     coerce = staticmethod(int)
 
     def parse(self, kv, facts):
@@ -367,8 +403,11 @@ class Smt(Requirement):
     expects = '"on" or "off"'
     example = "off"
     probe = r"""
-echo "smt_active=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
-echo "smt_control=$(cat /sys/devices/system/cpu/smt/control 2>/dev/null)"
+rb_a=; rb_c=
+{ read -r rb_a < /sys/devices/system/cpu/smt/active; } 2>/dev/null
+{ read -r rb_c < /sys/devices/system/cpu/smt/control; } 2>/dev/null
+echo "smt_active=$rb_a"
+echo "smt_control=$rb_c"
 """.strip()
 
     def parse(self, kv, facts):
@@ -403,8 +442,9 @@ class Docker(Requirement):
     expects = "true or false"
     example = "true"
     # Usable means the daemon answers this user (the SSH user) in bounded time,
-    # not merely that a docker command exists.
-    probe = rf"""
+    # not merely that a docker command exists. Asked only when a claim needs Docker: `docker info`
+    # starts a client that talks to the daemon, more than every other fact costs together.
+    _DOCKER_PROBE = rf"""
 if command -v docker >/dev/null 2>&1; then
   if command -v timeout >/dev/null 2>&1; then
     out=$(timeout {DOCKER_TIMEOUT_S} docker info --format 'server-version={{{{.ServerVersion}}}}' 2>&1); rc=$?
@@ -418,9 +458,14 @@ else
 fi
 """.strip()
 
+    def probe_for(self, values):
+        return self._DOCKER_PROBE if any(values) else ""
+
     def parse(self, kv, facts):
         rc, out = kv.get("docker_rc", ""), kv.get("docker_out", "")
-        if rc in ("", "none"):
+        if rc == "":
+            return {"docker": None, "docker_detail": "not probed (no requirement asked for Docker)"}
+        if rc == "none":
             return {"docker": False, "docker_detail": "docker command not found"}
         words = out.split()
         version = next((w.split("=", 1)[1] for w in words if w.startswith("server-version=")), "")
@@ -468,7 +513,8 @@ class Os(Requirement):
     unset = ()
     probe = r"""
 ( for f in /etc/os-release /usr/lib/os-release; do [ -r "$f" ] && { . "$f"; break; }; done
-  echo "os=${PRETTY_NAME:-$(uname -s)}"
+  [ -n "${PRETTY_NAME:-}" ] || PRETTY_NAME=$(uname -s)
+  echo "os=$PRETTY_NAME"
   echo "os_id=${ID:-}"
   echo "os_version=${VERSION_ID:-}" )
 """.strip()
@@ -554,14 +600,14 @@ class Files(Requirement):
 
     def probe_for(self, values):
         paths = list(dict.fromkeys(p for v in values for p in v))
-        lines = ['rb_file() {  # path: is it there, as a file or a directory',
+        lines = ['rb_file() {  # path: is it there, as a file or a directory (into rb_f: no subshell per file)',
                  '  p=$1; case "$p" in "~") p="$HOME" ;; "~/"*) p="$HOME/${p#\\~/}" ;; /*) ;; *) p="$W/$p" ;; esac',
-                 '  if [ -f "$p" ] && [ -r "$p" ]; then echo file; elif [ -d "$p" ]; then echo dir;',
-                 '  elif [ -e "$p" ]; then echo unreadable; else echo missing; fi',
+                 '  if [ -f "$p" ] && [ -r "$p" ]; then rb_f=file; elif [ -d "$p" ]; then rb_f=dir;',
+                 '  elif [ -e "$p" ]; then rb_f=unreadable; else rb_f=missing; fi',
                  '}',
                  'W="${1:-$HOME}"; case "$W" in "~") W="$HOME" ;; "~/"*) W="$HOME/${W#\\~/}" ;; esac']
         for i, path in enumerate(paths):
-            lines.append(f"printf 'file_{i}=%s:%s\\n' \"$(rb_file {quote(path)})\" {quote(path)}")
+            lines.append(f"rb_file {quote(path)}; printf 'file_{i}=%s:%s\\n' \"$rb_f\" {quote(path)}")
         return "\n".join(lines)
 
     def parse(self, kv, facts):
@@ -796,8 +842,8 @@ def probe_script(reqs: Iterable[Requirements]) -> str:
     for name, req in _REGISTRY.items():  # probes that depend on the values asked for (files)
         values = [r[name] for r in asked if name in r]
         lines += [req.probe_for(values)] if values and req.probe_for(values) else []
-    lines += [f"printf 'cmd_%s=%s\\n' {quote(c)} \"$(command -v {quote(c)} >/dev/null 2>&1 && echo yes || echo no)\""
-              for c in commands]
+    lines += [f"if command -v {quote(c)} >/dev/null 2>&1; then rb_y=yes; else rb_y=no; fi; "
+              f"printf 'cmd_%s=%s\\n' {quote(c)} \"$rb_y\"" for c in commands]
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
 

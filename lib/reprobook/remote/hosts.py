@@ -20,6 +20,7 @@ million files) takes stdout as a stream with ``on_stdout``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import shlex
@@ -251,6 +252,74 @@ def _fingerprint(key) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
+class _Parsed:
+    """The SSH config and known_hosts files, each parsed once per process while it is unchanged.
+
+    A cluster is checked by opening every host at once. Read per connection, a 101-host cluster's
+    known_hosts (paramiko merges each line against those before it) and SSH config cost every
+    connection time in proportion to the cluster's size, the whole check its square: on 48 loopback
+    hosts, half of reprobook's CPU. A file is read again as soon as its size or time stamp changes
+    (a key recorded by trust-host, a cluster written by an import).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._cache: dict[tuple, tuple[tuple, object]] = {}
+
+    def _get(self, key: tuple, files: Iterable[str], parse: Callable[[], object]):
+        stamp = tuple(_stamp(f) for f in files)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == stamp:
+                return hit[1]
+        value = parse()
+        with self._lock:
+            self._cache[key] = (stamp, value)
+        return value
+
+    def ssh_config(self, runtime_path: Path | None):
+        """Fabric's base `SSHConfig`: the runtime file alone, else the system's and the user's files."""
+        from fabric import Config
+        # (Fabric's defaults for the two files; explicit, so that the files Fabric reads are those watched)
+        files = [str(runtime_path)] if runtime_path else ["/etc/ssh/ssh_config", os.path.expanduser("~/.ssh/config")]
+        return self._get(("ssh_config", *files), files,
+                         lambda: (Config(runtime_ssh_path=files[0]) if runtime_path else
+                                  Config(system_ssh_path=files[0], user_ssh_path=files[1])).base_ssh_config)
+
+    def host_keys(self, path: Path):
+        """The entries of one known_hosts file (shared: never change them; copy the list)."""
+        import paramiko
+        return self._get(("known_hosts", str(path)), [str(path)],
+                         lambda: paramiko.HostKeys(str(path))._entries)
+
+
+@functools.lru_cache(maxsize=1)
+def _fabric_config():
+    """Fabric's `Config`, its defaults computed once (Fabric asks for the local user's name each time)."""
+    import copy
+
+    from fabric import Config
+
+    defaults = Config.global_defaults()
+
+    class _Config(Config):
+        @staticmethod
+        def global_defaults():
+            return copy.deepcopy(defaults)
+    return _Config
+
+
+def _stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+_parsed = _Parsed()
+
+
 class SshHost(Host):
     """A host reached over SSH with Fabric, honouring ``~/.ssh/config`` (jump hosts included)."""
 
@@ -263,9 +332,11 @@ class SshHost(Host):
     # -- connection
 
     def _make_connection(self):
-        from fabric import Config, Connection
+        from fabric import Connection
 
-        cfg = Config(runtime_ssh_path=str(self._ssh_config)) if self._ssh_config else Config()
+        # a Config of its own (Fabric writes into its connect_kwargs), on the SSH config parsed once; lazy:
+        # without Invoke's own fabric.yaml files, which reprobook does not use (hosts.yaml says it all)
+        cfg = _fabric_config()(ssh_config=_parsed.ssh_config(self._ssh_config), lazy=True)
         user, host, port = self.spec.target()
         # An explicit timeout in hosts.yaml wins; else ~/.ssh/config's ConnectTimeout; else 10 s.
         timeout = int(round(self.spec.connect_timeout_s)) if self.spec.connect_timeout_s else None
@@ -289,10 +360,14 @@ class SshHost(Host):
         client = conn.client
         files = (conn.ssh_config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()
         first = Path(os.path.expanduser(files[0]))
+        entries = []
         for f in files:
             p = Path(os.path.expanduser(f))
             if p.is_file():
-                client.load_host_keys(str(p))
+                entries += _parsed.host_keys(p)
+        # (what client.load_host_keys gives, parsed once per file: a list of this client's own, for the keys
+        # that accept-new adds)
+        client.get_host_keys()._entries = entries
         strict = str(conn.ssh_config.get("stricthostkeychecking", "")).lower()
         accept_new = self.spec.host_key_policy == "accept-new" or strict == "accept-new"
         client.set_missing_host_key_policy(_KeyPolicy(self.spec.name, accept_new, first))
