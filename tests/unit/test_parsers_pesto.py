@@ -170,6 +170,59 @@ def test_several_runs_keep_their_spread(sample, tmp_path):
     assert row["runs"] == 4
     assert row["tput_tx_per_s"] == pytest.approx(np.mean(every))
     assert row["tput_tx_per_s_std"] == pytest.approx(np.std(every))
+    # run_stats was rewritten here and its runs were not: the file disagrees with itself, which is a finding
+    # (naming the file and the key), and the setting is judged on run_stats without trials
+    assert "trials" not in measured.attrs
+    assert [f for f in measured.attrs["findings"] if "run_stats.combined.tput.mean" in f and str(stats) in f
+            and "the mean of its 3 runs" in f]
+
+
+def _spread_runs(stats: Path, factors) -> None:
+    """stats.json as eval_util.py writes it for len(factors) runs: each run's combined throughput and latency
+    the shipped run's times a factor, and run_stats their mean and population spread."""
+    def change(data):
+        first = data["runs"][0]
+        data["runs"] = [json.loads(json.dumps(first)) for _ in factors]
+        for run, f in zip(data["runs"], factors):
+            for metric in ("tput", "mean", "p50", "p99", "tput_s_honest"):
+                if metric in run["combined"]:
+                    run["combined"][metric] = first["combined"][metric] * f
+        for metric in ("tput", "mean", "p50", "p99", "tput_s_honest"):
+            if metric in data["run_stats"]["combined"]:
+                values = [r["combined"][metric] for r in data["runs"]]
+                data["run_stats"]["combined"][metric].update(mean=float(np.mean(values)), stddev=float(np.std(values)))
+    rewrite(stats, change)
+
+
+def test_repeated_runs_are_trials_and_a_check_on_them_has_an_interval(sample, tmp_path):
+    """A TPCC curve whose settings ran three times: each run is a trial of its setting (labelled as the
+    setting's row, its knee included), and a check on the knee judges the mean with a bootstrap interval;
+    with the authors' single runs it says that no spread could be measured."""
+    from reprobook.core.checks import evaluate_check, _trial_rows
+    from reprobook.core.model import CheckSpec
+    shutil.copytree(sample / TPCC, tmp_path / "tpcc")
+    for stats in parse.find_stats([tmp_path / "tpcc"]):
+        _spread_runs(stats, (0.98, 1.0, 1.02))
+    measured = get_loader("pesto.curves")(outputs(tmp_path / "tpcc"))
+    trials = measured.attrs["trials"]
+    assert trials["column"] == "trial" and trials["statistic"] == "mean" and "knee" in trials["keys"]
+    assert len(trials["rows"]) == 3 * len(measured) and not measured.attrs["findings"]
+    judged = _trial_rows(measured)
+    assert len(judged) == 3 * len(measured) and judged.attrs["trial_column"] == "trial"
+    knee_tput = float(measured.loc[measured["knee"], "tput_tx_per_s"].iloc[0])
+    spec = CheckSpec(kind="at_least", what="the knee's throughput", value="tput_tx_per_s",
+                     options={"select": {"knee": True}, "min": knee_tput * 0.9})
+    held = evaluate_check(spec, judged, {})
+    assert held.verdict is Verdict.HOLDS and held.trials == 3 and held.interval is not None
+    assert held.interval[0] > 0 and "95 % interval of the margin" in held.reason
+    # a bound inside the runs' own spread: not a verdict
+    close = evaluate_check(CheckSpec(kind="at_least", what="the knee's throughput", value="tput_tx_per_s",
+                                     options={"select": {"knee": True}, "min": knee_tput * 0.995}), judged, {})
+    assert close.verdict is Verdict.INCONCLUSIVE and "spans 0" in close.reason
+    # the authors' outputs: one run per setting
+    shipped = get_loader("pesto.curves")(outputs(sample / TPCC))
+    one = evaluate_check(spec, _trial_rows(shipped), {})
+    assert one.verdict is Verdict.HOLDS and one.trials == 1 and "no spread could be measured" in one.reason
 
 
 @pytest.mark.parametrize("change, field", [

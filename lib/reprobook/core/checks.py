@@ -834,7 +834,8 @@ def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, 
                  resamples: int) -> CheckResult:
     """The check on the statistic of each point's trials, with a bootstrap interval of its margin.
 
-    A point is a combination of the label columns (every column but the trial column and the float ones);
+    A point is a combination of the label columns (``attrs["trial_keys"]`` when the loader names them, else
+    every column but the trial column and the float ones);
     its trials are resampled with replacement, each resample judged as the data itself is, and the margin's
     2.5–97.5 % quantiles are the interval. The check holds only when the whole interval is at or above 0,
     fails only when it is all below, and is otherwise inconclusive, with the interval and about how many
@@ -844,7 +845,9 @@ def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, 
     stat_name = spec.options.get("statistic") or data.attrs.get("trial_statistic") or "mean"
     stat = _STATISTICS[stat_name]
     values = [c for c in (spec.value, spec.options.get("target_column")) if c and c in data.columns]
-    keys = [c for c in data.columns if c != trial and c not in values and not pd.api.types.is_float_dtype(data[c])]
+    named = data.attrs.get("trial_keys")
+    keys = ([c for c in named if c in data.columns and c != trial and c not in values] if named else
+            [c for c in data.columns if c != trial and c not in values and not pd.api.types.is_float_dtype(data[c])])
     grouped = data.groupby(keys, dropna=False, sort=False) if keys else None
     groups = list(grouped.indices.values()) if keys else [np.arange(len(data))]
     # one row per point, in the order of `groups`: each resample only replaces the values (no groupby per resample)
@@ -946,8 +949,13 @@ def _trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
     # only while they still are the table's trials: a table filtered or changed after loading keeps its attrs,
     # and is then judged as it is
     shared = [c for c in rows.columns if c in measured.columns and c != trial]
-    floats = [c for c in shared if pd.api.types.is_float_dtype(rows[c])]
-    keys = [c for c in shared if c not in floats]
+    if spec.get("keys"):   # the loader names the labels of a point (a label may be a number, e.g. a range size)
+        keys = [c for c in spec["keys"] if c in shared]
+        floats = [c for c in shared if c not in keys and pd.api.types.is_float_dtype(rows[c])]
+        rows.attrs["trial_keys"] = keys
+    else:
+        floats = [c for c in shared if pd.api.types.is_float_dtype(rows[c])]
+        keys = [c for c in shared if c not in floats]
     if not keys or not floats:
         return measured
     try:
@@ -960,6 +968,23 @@ def _trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
         np.isclose(both[c].to_numpy(float), both[f"{c} (trials)"].to_numpy(float), rtol=1e-9, equal_nan=True).all()
         for c in floats)
     return rows if same else measured
+
+
+def _columns_of(spec: CheckSpec) -> set[str]:
+    """The columns a check reads: its value and every column its options name."""
+    o = spec.options
+    cols = {spec.value, *(o.get("by") or ())}
+    cols |= {o[k] for k in ("x", "target_column") if isinstance(o.get(k), str)}
+    for k in ("select", "numerator", "denominator", "target_rows"):
+        if isinstance(o.get(k), Mapping):
+            cols |= set(o[k])
+    return cols
+
+
+def _rows_for(spec: CheckSpec, trials: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """The loader's trials when they hold every column the check reads, else the measured table (a knee, found
+    on the pooled curve, is a column of the table only)."""
+    return trials if trials is measured or _columns_of(spec) <= set(trials.columns) else measured
 
 
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
@@ -988,8 +1013,9 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
-    judged = _trial_rows(measured)
-    results = tuple(_judged(spec, evaluate_check(spec, judged, pub), scale, host_facts, claim.requires, imported)
+    trials = _trial_rows(measured)
+    results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
+                            claim.requires, imported)
                     for spec in claim.checks)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]

@@ -100,8 +100,12 @@ def curves(outputs) -> pd.DataFrame:
     frame["knee_latency_ms"] = frame["latency_ms"].where(frame["knee"])
     frame = frame.sort_values([c for c in (*CURVE, "clients") if c in frame.columns], kind="stable",
                               na_position="last")
-    out = frame.reindex(columns=COLUMNS).reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    out = frame.reindex(columns=COLUMNS)
     out.attrs = dict(settings.attrs)
+    trials = _trial_rows(frame, out, [*_SETTING, "knee"])
+    if trials:
+        out.attrs["trials"] = trials
     return out
 
 
@@ -122,8 +126,12 @@ def basil(outputs) -> pd.DataFrame:
     """
     settings = _settings(outputs, _basil_labels)
     frame = _pool(settings, _BASIL_SETTING, extra_means=("faulty_pct",))
-    out = frame.reindex(columns=BASIL_COLUMNS).reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    out = frame.reindex(columns=BASIL_COLUMNS)
     out.attrs = dict(settings.attrs)
+    trials = _trial_rows(frame, out, _BASIL_SETTING)
+    if trials:
+        out.attrs["trials"] = trials
     return out
 
 
@@ -241,11 +249,13 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
         raise OutputError("no out/stats.json among the outputs; did the experiment finish, and was its "
                           "timestamped output directory fetched?", file=outputs.location or "outputs")
     rows, checked = [], []
+    findings: list[str] = []  # the authors' files of one run disagreeing: shown with the verdict, not an error
     for path in stats:
         config_path = parse.point_config(path)
         config = parse.read_config(config_path)
         name, series, point = parse.resolved_name(config_path)
-        combined = parse.read_stats(path).iloc[0]
+        stats_frame = parse.read_stats(path)
+        combined = stats_frame.iloc[0]
         row = {"config": name, "series": series, "point": point, "directory": path.parent.parent.name,
                "experiment_dir": str(path.parent.parent.parent),
                "client_total": parse.config_value(config, "client_total", config_path),
@@ -256,9 +266,9 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
         generated = config.get(LABELS_KEY)
         if isinstance(generated, Mapping):
             row.update({k: v for k, v in generated.items() if k in COLUMNS or k in BASIL_COLUMNS})
+        row["_trials"] = _run_trials(stats_frame.attrs["runs"], combined, path, findings)
         rows.append(row)
     frame = pd.DataFrame(rows)
-    findings: list[str] = []  # the authors' files of one run disagreeing: shown with the verdict, not an error
     for directory, group in frame.groupby("experiment_dir", sort=True):
         plots = Path(directory) / "plots"
         if (plots / "tput-clients.csv").is_file() and (plots / "lat-tput.csv").is_file():
@@ -271,6 +281,36 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
     frame.attrs["findings"] = findings
     frame.attrs["stats_files"] = [str(p) for p in stats]
     return frame
+
+
+def _run_trials(runs: list[dict], combined: pd.Series, path: Path, findings: list[str]) -> list[dict]:
+    """A setting's runs as trials of its metrics, when their mean is what ``run_stats`` says.
+
+    ``run_stats.combined`` summarises the runs; where the two disagree (a hand-edited or partly
+    rewritten ``stats.json``) that is a finding, and the setting is judged on ``run_stats`` alone.
+    """
+    for column in ("tput_tx_per_s", "latency_ms"):
+        values = [r[column] for r in runs]
+        if values and not math.isclose(float(np.mean(values)), float(combined[column]), rel_tol=1e-9, abs_tol=1e-12):
+            metric = {"tput_tx_per_s": "tput", "latency_ms": "mean"}[column]
+            findings.append(f"{path}, field 'run_stats.combined.{metric}.mean': it says {combined[column]:.6g}, "
+                            f"but the mean of its {len(values)} runs (runs[*].combined.{metric}) is "
+                            f"{float(np.mean(values)):.6g}; the setting is judged on run_stats, without trials")
+            return []
+    return runs
+
+
+def _trial_rows(frame: pd.DataFrame, out: pd.DataFrame, labels: list[str]) -> dict | None:
+    """``attrs["trials"]`` of a loader's table: each setting's runs, labelled as its row (see
+    `reprobook.core.checks`), so that a setting run several times is judged with an interval."""
+    keys = [c for c in labels if c in out.columns]
+    rows = []
+    for (_, setting), trials in zip(out.iterrows(), frame["_trials"]):
+        if not trials:
+            return None    # a setting without per-run statistics: the table is judged as it is
+        base = {k: setting[k] for k in keys}
+        rows += [{**base, "trial": i, **t} for i, t in enumerate(trials)]
+    return {"column": "trial", "statistic": "mean", "keys": keys, "rows": rows} if rows else None
 
 
 def _pesto_labels(config: Mapping, path: Path, name: str, stats: Path) -> dict:
@@ -381,6 +421,8 @@ def _pool(frame: pd.DataFrame, keys: list[str], extra_means: Iterable[str] = ())
         for m in extra_means:
             row[m] = float(g[m].mean()) if m in g else math.nan
         row["directory"] = ", ".join(g["directory"])
+        if "_trials" in g:
+            row["_trials"] = [t for ts in g["_trials"] for t in ts] if all(len(ts) for ts in g["_trials"]) else []
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs = dict(frame.attrs)

@@ -82,7 +82,9 @@ def read_stats(path: str | Path) -> pd.DataFrame:
         mean over runs of each metric of :data:`METRICS` and its population standard
         deviation over runs (``*_std``), ``aggregate_latency_ms`` (the mean latency of
         all runs' transactions pooled, which the authors' ``lat-tput`` plot uses) and
-        ``runs`` (the length of ``runs``). ``attrs["source"]`` is the path.
+        ``runs`` (the length of ``runs``). ``attrs["source"]`` is the path; ``attrs["runs"]`` each
+        run's own ``combined`` metrics (column -> value, NaN where a run lacks one), or an empty list
+        when the runs carry no per-run statistics.
 
     Raises
     ------
@@ -119,7 +121,20 @@ def read_stats(path: str | Path) -> pd.DataFrame:
         rows.append(row)
     frame = pd.DataFrame(rows, columns=STATS_COLUMNS).astype({"runs": "int64"})
     frame.attrs["source"] = str(path)
+    frame.attrs["runs"] = _per_run(runs)
     return frame
+
+
+def _per_run(runs: list) -> list[dict]:
+    """Each run's ``combined`` metrics: the trials behind ``run_stats`` (empty if any run lacks them)."""
+    out = []
+    for run in runs:
+        combined = run.get("combined") if isinstance(run, dict) else None
+        if not isinstance(combined, dict) or not all(_finite(combined.get(m)) for m in REQUIRED):
+            return []
+        out.append({column: float(combined[m]) if _finite(combined.get(m)) else math.nan
+                    for m, column in METRICS.items()})
+    return out
 
 
 def run_values(path: str | Path, key: str) -> list[float]:
