@@ -198,7 +198,7 @@ def test_repeated_runs_are_trials_and_a_check_on_them_has_an_interval(sample, tm
     """A TPCC curve whose settings ran three times: each run is a trial of its setting (labelled as the
     setting's row, its knee included), and a check on the knee judges the mean with a bootstrap interval;
     with the authors' single runs it says that no spread could be measured."""
-    from reprobook.core.checks import evaluate_check, _trial_rows
+    from reprobook.core.checks import evaluate_check, trial_rows
     from reprobook.core.model import CheckSpec
     shutil.copytree(sample / TPCC, tmp_path / "tpcc")
     for stats in parse.find_stats([tmp_path / "tpcc"]):
@@ -207,7 +207,7 @@ def test_repeated_runs_are_trials_and_a_check_on_them_has_an_interval(sample, tm
     trials = measured.attrs["trials"]
     assert trials["column"] == "trial" and trials["statistic"] == "mean" and "knee" in trials["keys"]
     assert len(trials["rows"]) == 3 * len(measured) and not measured.attrs["findings"]
-    judged = _trial_rows(measured)
+    judged = trial_rows(measured)
     assert len(judged) == 3 * len(measured) and judged.attrs["trial_column"] == "trial"
     knee_tput = float(measured.loc[measured["knee"], "tput_tx_per_s"].iloc[0])
     spec = CheckSpec(kind="at_least", what="the knee's throughput", value="tput_tx_per_s",
@@ -221,7 +221,7 @@ def test_repeated_runs_are_trials_and_a_check_on_them_has_an_interval(sample, tm
     assert close.verdict is Verdict.INCONCLUSIVE and "spans 0" in close.reason
     # the authors' outputs: one run per setting
     shipped = get_loader("pesto.curves")(outputs(sample / TPCC))
-    one = evaluate_check(spec, _trial_rows(shipped), {})
+    one = evaluate_check(spec, trial_rows(shipped), {})
     assert one.verdict is Verdict.HOLDS and one.trials == 1 and "no spread could be measured" in one.reason
 
 

@@ -199,3 +199,41 @@ def test_runs_without_a_hue_take_a_colour_each_and_a_table_without_the_hue_still
     published = pd.DataFrame({"n": [2], "sys": ["x"], "v": [2.5]})  # the hue is only in the published table
     ax = plots.overlay(a, published, x="n", y="v", hue="sys", ax=plt.figure().subplots())
     assert ys(points(ax, filled=True)) == [1.0, 2.0, 4.0] and ys(points(ax, filled=False)) == [2.5]
+
+
+def _bars(ax) -> list[np.ndarray]:
+    from matplotlib.collections import LineCollection
+    return [seg for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()]
+
+
+def test_a_point_measured_several_times_shows_each_trial_and_the_interval_of_their_statistic():
+    """Three trials at x=1 and x=2, one at x=4: a bar at the first two (the seeded bootstrap interval of the
+    mean, within the trials' range and around their mean), none where one trial gives no spread."""
+    measured = pd.DataFrame({"x": [1, 1, 1, 2, 2, 2, 4], "y": [9.0, 10.0, 11.0, 19.0, 20.0, 24.0, 40.0]})
+    ax = plots.overlay(measured, None, x="x", y="y")
+    bars = sorted(_bars(ax), key=lambda s: s[0][0])
+    assert [float(s[0][0]) for s in bars] == [1.0, 2.0]
+    for seg, trials in zip(bars, ([9, 10, 11], [19, 20, 24])):
+        lo, hi = sorted(float(v) for v in seg[:, 1])
+        assert min(trials) <= lo < np.mean(trials) < hi <= max(trials)
+    again = sorted(_bars(plots.overlay(measured, None, x="x", y="y", ax=plt.figure().gca())), key=lambda s: s[0][0])
+    assert all(np.array_equal(a, b) for a, b in zip(bars, again))   # seeded: the same page on every build
+    assert any("95 % interval of the trials' mean" == t.get_text() for t in ax.get_legend().get_texts())
+    single = plots.overlay(measured.drop_duplicates("x"), None, x="x", y="y", ax=plt.figure().gca())
+    assert _bars(single) == [] and not any("interval" in t.get_text() for t in single.get_legend().get_texts())
+
+
+def test_a_loaders_trials_are_plotted_when_they_hold_the_plotted_columns():
+    """A summary table whose trials are in attrs (as Aardvark's and Pesto's loaders keep them): the plot
+    draws every trial and the interval of the loader's statistic; a plot of a column only the summary has
+    draws the summary."""
+    trials = [{"n": n, "trial": t, "rate": r} for n, rates in ((1, [90.0, 100.0, 110.0]), (2, [180.0, 200.0, 220.0]))
+              for t, r in enumerate(rates)]
+    summary = pd.DataFrame({"n": [1, 2], "rate": [float(np.mean([90, 100, 110])), 200.0], "only_here": [1.0, 2.0]})
+    summary.attrs["trials"] = {"column": "trial", "statistic": "mean", "rows": trials}
+    data, stat = plots._with_trials(summary, {"n", "rate"})
+    assert len(data) == 6 and stat == "mean"
+    data, _ = plots._with_trials(summary, {"n", "only_here"})
+    assert data is summary
+    ax = plots.overlay(*[plots._with_trials(summary, {"n", "rate"})[0]], None, x="n", y="rate", statistic=stat)
+    assert len(_bars(ax)) == 2

@@ -2,7 +2,9 @@
 
 Measured values are solid markers (joined by their mean when x is numeric);
 published values are hollow diamonds; a claim's tolerance is a shaded band,
-drawn only where a point was measured. Facets (``col``, ``row``), hue and the
+drawn only where a point was measured. Where a point was measured several
+times (the loader's trials), each trial is a marker and a vertical bar spans
+the 95 % bootstrap interval of their statistic, the spread the checks judge. Facets (``col``, ``row``), hue and the
 style of each series are seaborn's (`seaborn.objects`): a claim's ``plot``
 entry names them. Several runs of a claim (two hosts, two dates) overlay as
 series of one plot, told apart by marker and line style.
@@ -27,7 +29,7 @@ import seaborn.objects as so
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from reprobook.core.checks import matches
+from reprobook.core.checks import STATISTICS, matches, trial_rows
 from reprobook.core.config import Claim, PublishedNumber  # noqa: F401
 from reprobook.core.published import published_frame  # noqa: F401  (public here too: the notebooks and tests call plots.published_frame)
 
@@ -42,6 +44,8 @@ RUN_LINES = ("-", "--", ":", "-.")
 HUE_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "*", "h")
 FACETS = ("col", "row")
 _PUBLISHED_MARK = dict(marker="D", pointsize=10, fill=False, stroke=1.8)
+INTERVAL_RESAMPLES = 200
+"""Bootstrap resamples of a point's trials for its interval bar (seeded: a page is the same on every build)."""
 
 
 def _select_rows(frame: pd.DataFrame, select) -> pd.DataFrame:
@@ -161,6 +165,12 @@ class _Layout:
     hue_levels: list
     run_labels: list
     wrap: int | None
+    statistic: str = "mean"     # what joins a point's trials, and what its interval bar is of
+    repeated: pd.DataFrame | None = None    # the runs' rows of points measured more than once: a bar each
+
+    @property
+    def spread(self) -> bool:
+        return self.repeated is not None and not self.repeated.empty
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -204,7 +214,7 @@ class _Layout:
                 for i, r in enumerate(self.run_labels)}
 
 
-def _layout(measured, published, *, x, y, hue, col, row, wrap, band, order) -> _Layout:
+def _layout(measured, published, *, x, y, hue, col, row, wrap, band, order, statistic="mean") -> _Layout:
     runs = runs_frame(measured)
     runs = runs.dropna(subset=[x, y]) if not runs.empty and x in runs and y in runs else pd.DataFrame()
     pub = published if published is not None and not published.empty and y in published else pd.DataFrame()
@@ -227,7 +237,11 @@ def _layout(measured, published, *, x, y, hue, col, row, wrap, band, order) -> _
     hue = hue if hue and any(hue in f for f in (runs, points, lines)) else None
     hue_levels = _levels(hue, [runs, points, lines]) if hue else []
     run_labels = list(dict.fromkeys(runs[SERIES])) if not runs.empty else []
+    point = [c for c in (x, hue, SERIES, *facets.values()) if c and c in runs]
+    repeated = (runs[runs.groupby(point, dropna=False)[y].transform("size") > 1] if not runs.empty
+                else pd.DataFrame())
     return _Layout(runs=runs, points=points, lines=lines, band=_band_rows(band, runs, x=x, hue=hue, facets=facets),
+                   statistic=statistic if statistic in STATISTICS else "mean", repeated=repeated,
                    facets=facets, facet_levels=facet_levels, numeric=numeric,
                    x_levels=[] if numeric else [str(v) for v in _levels(x, [runs, points], order)],
                    hue=hue, hue_levels=hue_levels, run_labels=run_labels,
@@ -278,6 +292,9 @@ def _legend_handles(layout: _Layout, band_label: str) -> list:
                               linestyle="--" if layout.points.empty else "none", label="published (hollow)"))
     if not layout.band.empty:
         handles.append(Patch(facecolor="0.6", alpha=0.35, label=band_label))
+    if layout.spread:
+        handles.append(Line2D([], [], color="0.2", marker="|", markersize=12, markeredgewidth=1.8, linestyle="none",
+                              label=f"95 % interval of the trials' {layout.statistic}"))
     return handles
 
 
@@ -309,9 +326,14 @@ def _plot_spec(layout: _Layout, *, x: str, y: str, logx: bool, logy: bool, share
         p = p.add(mark, *(dodge if banded else ()), data=layout.band, x=x, y="hi", baseline="lo",
                   legend=False, **facets, **(hue if banded else {}))
     if not layout.runs.empty:
+        stat = STATISTICS[layout.statistic]
         if layout.numeric:
-            p = p.add(so.Line(linewidth=1.6), so.Agg(), data=layout.runs, x=x, y=y, legend=False, **facets, **run_hue,
-                      **({"linestyle": SERIES} if many else {}))
+            p = p.add(so.Line(linewidth=1.6), so.Agg(stat), data=layout.runs, x=x, y=y, legend=False, **facets,
+                      **run_hue, **({"linestyle": SERIES} if many else {}))
+        if layout.spread:
+            p = p.add(so.Range(linewidth=1.8), so.Est(stat, errorbar=("ci", 95), n_boot=INTERVAL_RESAMPLES, seed=0),
+                      *(dodge if coloured(layout.runs) else ()), data=layout.repeated, x=x, y=y, legend=False,
+                      **facets, **run_hue)
         by_hue = not many and coloured(layout.runs)  # one run, several hue levels: each its marker as well as colour
         p = p.add(so.Dot(pointsize=7), *(dodge if coloured(layout.runs) else ()), data=layout.runs, x=x, y=y,
                   legend=False, **facets, **run_hue,
@@ -348,7 +370,8 @@ def overlay(measured, published: pd.DataFrame | None = None, *, x: str, y: str, 
             col: str | None = None, row: str | None = None, wrap: int | None = None, sharey: bool = True,
             band: tuple[float, float] | pd.DataFrame | None = None, band_label: str = "claimed range",
             order: Sequence | None = None, logx: bool = False, logy: bool = False, xlabel: str | None = None,
-            ylabel: str | None = None, title: str | None = None, ax: plt.Axes | None = None, on=None):
+            ylabel: str | None = None, title: str | None = None, ax: plt.Axes | None = None, on=None,
+            statistic: str = "mean"):
     """Measured (solid) against published (hollow) values, with the tolerance band shaded where a point was measured.
 
     Parameters
@@ -372,6 +395,9 @@ def overlay(measured, published: pd.DataFrame | None = None, *, x: str, y: str, 
         The categories of ``x``, in order (others follow as they appear).
     logx, logy : bool
         Log axes (x: base 2 when every x is a power of two, ticks at the values).
+    statistic : str
+        What joins a point's repeated rows (its trials) and what their interval bar is of: ``mean``,
+        ``median``, ``hmean`` or ``geomean`` (`reprobook.core.checks.STATISTICS`).
     ax : Axes, optional
         Where one panel is drawn (default: the current axes).
     on : Figure or SubFigure, optional
@@ -388,7 +414,8 @@ def overlay(measured, published: pd.DataFrame | None = None, *, x: str, y: str, 
     >>> axes = overlay({"node1": m1, "node2": m2}, None, x="client_total", y="tput_tx_per_s",
     ...                hue="system", col="workload")
     """
-    layout = _layout(measured, published, x=x, y=y, hue=hue, col=col, row=row, wrap=wrap, band=band, order=order)
+    layout = _layout(measured, published, x=x, y=y, hue=hue, col=col, row=row, wrap=wrap, band=band, order=order,
+                     statistic=statistic)
     if layout.facets and ax is not None:
         raise ValueError(f"a plot with facets ({', '.join(layout.facets.values())}) takes a figure: pass on=, not ax=")
     if layout.facets:
@@ -448,6 +475,8 @@ def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
     spec = {**(dict(claim.plots[index]) if claim.plots else {}), **overrides}
     x, y, hue = spec["x"], spec["y"], spec.get("hue")
     select = spec.get("select")
+    measured, statistic = _with_trials(measured, {x, y, *(c for c in (hue, spec.get("col"), spec.get("row")) if c),
+                                                  *(select or {})})
     runs = runs_frame(measured)
     if not runs.empty:
         runs = _select_rows(runs, select)
@@ -463,7 +492,27 @@ def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
                 row=spec.get("row"), wrap=spec.get("wrap"), sharey=spec.get("sharey", True), band=band,
                 band_label=spec.get("band_label") or label or "accepted", order=spec.get("order"),
                 logx=bool(spec.get("logx")), logy=bool(spec.get("logy")), xlabel=spec.get("xlabel") or x,
-                ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y), title=spec.get("title"))
+                ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y), title=spec.get("title"),
+                statistic=statistic)
+
+
+def _with_trials(measured, columns: set) -> tuple:
+    """The table to plot and the statistic of its trials: a loader's trials (``attrs["trials"]``, see
+    `reprobook.core.checks.trial_rows`) when they hold every plotted column, so that the plot shows the
+    spread the checks judge; else the table as it is."""
+    if not isinstance(measured, pd.DataFrame):
+        return measured, "mean"
+    rows = trial_rows(measured)
+    statistic = rows.attrs.get("trial_statistic") or "mean"
+    if rows is measured or not columns <= set(rows.columns):
+        return measured, (statistic if measured.attrs.get("trial_column") else "mean")
+    # in the table's order (the colours and the legend follow the order values first appear in)
+    keys = sorted(c for c in columns if c in measured.columns and not pd.api.types.is_float_dtype(measured[c]))
+    if keys:
+        first = {k: i for i, k in enumerate(dict.fromkeys(zip(*(measured[c] for c in keys))))}
+        order = [first.get(k, len(first)) for k in zip(*(rows[c] for c in keys))]
+        rows = rows.iloc[np.argsort(order, kind="stable")]
+    return rows.reset_index(drop=True), statistic
 
 
 def claim_plot(claim: Claim, measured, *, index: int = 0, ax: plt.Axes | None = None, on=None, **overrides):
@@ -492,7 +541,7 @@ def claim_figure(claim: Claim, measured, **overrides) -> plt.Figure:
 
 def _claim_figure(args: Sequence[Mapping]) -> plt.Figure:
     layouts = [_layout(a["measured"], a["published"], x=a["x"], y=a["y"], hue=a["hue"], col=a["col"], row=a["row"],
-                       wrap=a["wrap"], band=a["band"], order=a["order"]) for a in args]
+                       wrap=a["wrap"], band=a["band"], order=a["order"], statistic=a["statistic"]) for a in args]
     if not any(lay.facets for lay in layouts):
         fig, axes = plt.subplots(len(args), 1, figsize=(8, 4.5 * len(args)), squeeze=False)
         for a, panel in zip(args, axes[:, 0]):
@@ -542,10 +591,10 @@ def claim_plot_words(claim: Claim, measured, args: Sequence[Mapping]) -> tuple[s
     series, their range), the published values (how many, their range) and the accepted band; the
     caption names the claim and how to read the marks (solid measured, hollow published, shaded band).
     """
-    sentences, banded = [], False
+    sentences, banded, spread = [], False, False
     for a in args:
         layout = _layout(a["measured"], a["published"], x=a["x"], y=a["y"], hue=a["hue"], col=a["col"], row=a["row"],
-                         wrap=a["wrap"], band=a["band"], order=a["order"])
+                         wrap=a["wrap"], band=a["band"], order=a["order"], statistic=a["statistic"])
         y, x = a["ylabel"] or a["y"], a["xlabel"] or a["x"]
         what = f"{y} against {x}"
         if layout.facets:
@@ -557,7 +606,15 @@ def claim_plot_words(claim: Claim, measured, args: Sequence[Mapping]) -> tuple[s
         else:
             runs = (f" from {len(layout.run_labels)} runs ({_words(layout.run_labels)}), each with its own marker "
                     f"and line style" if len(layout.run_labels) > 1 else "")
-            said = f"{what}: {len(layout.runs)} measured points{runs}, {_span(layout.runs[a['y']])}"
+            point = [c for c in (a["x"], layout.hue, SERIES, *layout.facets.values()) if c and c in layout.runs]
+            values = layout.runs.groupby(point, dropna=False)[a["y"]].agg(STATISTICS[layout.statistic])
+            said = f"{what}: {len(values)} measured points{runs}, {_span(values)}"
+            if len(values) < len(layout.runs):
+                said += f" (the {layout.statistic} of each point's trials, {len(layout.runs)} trials in all"
+                if layout.spread:
+                    spread = True
+                    said += ", and a vertical bar at each point measured more than once: the 95 % interval of it"
+                said += ")"
         published = [*layout.points.get(a["y"], []), *layout.lines.get(a["y"], [])]
         if published:
             said += (f"; {len(published)} published value{'s' if len(published) != 1 else ''} "
@@ -570,7 +627,8 @@ def claim_plot_words(claim: Claim, measured, args: Sequence[Mapping]) -> tuple[s
         sentences.append(said[0].upper() + said[1:] + ".")
     alt = " ".join(sentences)
     caption = (f"{claim.title}: measured values as solid markers, the paper's as hollow diamonds"
-               + (", the range the checks accept shaded" if banded else "") + ".")
+               + (", the range the checks accept shaded" if banded else "")
+               + (", the 95 % interval of each point's trials as a vertical bar" if spread else "") + ".")
     return alt, caption
 
 

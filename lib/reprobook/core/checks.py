@@ -678,7 +678,7 @@ def _aggregate(spec: CheckSpec, ev: pd.DataFrame, lo, hi, what: str, undefined: 
     if name == "geomean" and (ratios <= 0).any():
         return _inconclusive(spec, "a geometric mean needs positive ratios; "
                                    f"{int((ratios <= 0).sum())} group(s) have none")
-    value = float(_STATISTICS[name](ratios))
+    value = float(STATISTICS[name](ratios))
     margin = bound_margin(value, lo, hi)
     ev = ev.assign(margin=_bounds_margins(ev["ratio"], lo, hi).values)
     verdict = Verdict.HOLDS if margin >= 0 else Verdict.FAILS
@@ -824,10 +824,11 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     return _evaluate(spec, data, published)
 
 
-_STATISTICS = {"mean": np.mean, "median": np.median,
+STATISTICS: dict[str, Callable] = {"mean": np.mean, "median": np.median,
                # throughput of trials of equal work: total work over total time (ops / mean seconds)
                "hmean": lambda x: float(len(x) / np.sum(1.0 / np.asarray(x))) if (np.asarray(x) > 0).all() else math.nan,
                "geomean": lambda x: float(np.exp(np.mean(np.log(x)))) if (np.asarray(x) > 0).all() else math.nan}
+"""The statistics a check (and a plot's interval) takes over a point's trials, by the name a loader or check gives."""
 
 
 def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, seed: int,
@@ -843,7 +844,7 @@ def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, 
     The generator is seeded, so that a page is the same on every build.
     """
     stat_name = spec.options.get("statistic") or data.attrs.get("trial_statistic") or "mean"
-    stat = _STATISTICS[stat_name]
+    stat = STATISTICS[stat_name]
     values = [c for c in (spec.value, spec.options.get("target_column")) if c and c in data.columns]
     named = data.attrs.get("trial_keys")
     keys = ([c for c in named if c in data.columns and c != trial and c not in values] if named else
@@ -937,7 +938,7 @@ def judged_on(scale: str | None, host_facts: Mapping | None) -> str:
     return f"{scale or 'paper'} scale, on {machine}"
 
 
-def _trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
+def trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
     """What the checks judge: the loader's rows of repeated trials when it keeps them (``attrs["trials"]``: the
     trial column, the statistic, the rows; see `_with_trials`), else the measured table itself."""
     spec = measured.attrs.get("trials")
@@ -959,7 +960,7 @@ def _trial_rows(measured: pd.DataFrame) -> pd.DataFrame:
     if not keys or not floats:
         return measured
     try:
-        collapsed = rows.groupby(keys, dropna=False)[floats].agg(_STATISTICS[stat_name]).reset_index()
+        collapsed = rows.groupby(keys, dropna=False)[floats].agg(STATISTICS[stat_name]).reset_index()
         both = measured[keys + floats].merge(collapsed, on=keys, how="outer", suffixes=("", " (trials)"),
                                              indicator=True)
     except (KeyError, TypeError, ValueError):
@@ -1013,7 +1014,7 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
-    trials = _trial_rows(measured)
+    trials = trial_rows(measured)
     results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
                             claim.requires, imported)
                     for spec in claim.checks)
