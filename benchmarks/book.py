@@ -16,6 +16,12 @@ summary page and the table of contents hold 40 claims.
 Targets: a cold build of either book in at most 0.6x the plain build; a rebuild with nothing changed in at
 most 2 % of a cold build; after a new run of aardvark/archive-throughput exactly that page and the summary
 execute again.
+
+**The cost of judging with intervals.** Every claim of the real book is judged on the outputs its page
+shows (the authors' shipped outputs), in-process, twice: as the pages judge it (a claim whose rows hold
+repeated trials gets bootstrap intervals) and with its trials taken away (each point judged once). The
+difference, summed over the book, is set against the time the cold build spent executing every page;
+targets: at most 10 % of it, and at most 1 s on any one claim page.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -36,6 +43,8 @@ from .common import ROOT, Context, Result, Samples, fmt_s, interpreter_start, li
 
 TARGET_COLD = 0.6
 TARGET_NOOP = 0.02
+TARGET_JUDGING_SHARE = 0.10
+TARGET_JUDGING_PAGE_S = 1.0
 TARGET_PAGE_EXTRA = 600_000  # bytes a claim page may weigh above the theme's bare page (its plots, tables, code)
 SYNTHETIC_PAGES = 40
 CLAIM = "aardvark/archive-throughput"
@@ -258,11 +267,74 @@ def run(ctx: Context) -> list[Result]:
                              synth_cold, synth_plain, synth_exec, workers))
 
     results.append(page_weights(root / "_build" / "html"))
+    with ctx.env(REPROBOOK_ROOT=str(root), REPROBOOK_RUNS=str(base / "judging-runs"),
+                 REPROBOOK_ARTIFACT_MIRROR=str(ctx.mirror), REPROBOOK_HOSTS=None, REPROBOOK_SSH_CONFIG=None):
+        results.append(judging(ctx, root, cold, len(cold_exec)))
 
     if library_fingerprint() != lib_before:
         for r in results:
             r.notes.append("lib/ changed while this benchmark ran (someone edited it): rebuild figures may be off")
     return results
+
+
+def _without_trials(measured):
+    bare = measured.copy()
+    bare.attrs = {k: v for k, v in measured.attrs.items() if k not in ("trials", "trial_column", "trial_statistic")}
+    return bare
+
+
+def judging(ctx: Context, root: Path, cold_s: float, pages: int) -> Result:
+    """Every claim judged as its page judges it, and without its trials: what the intervals cost."""
+    from reprobook import api
+    from reprobook.core.config import load_project
+    project = load_project(root)
+    per, with_trials = {}, 0
+    repeats = ctx.repeats(3, 1)
+    for claim in project.all_claims():
+        try:
+            ev = api.evaluate(claim.key, "reference")
+        except Exception as exc:  # noqa: BLE001 - a claim whose outputs cannot be had is left out, and said
+            ctx.log(f"  {claim.key}: not judged here ({type(exc).__name__}: {str(exc)[:80]})")
+            continue
+        if ev.measured is None or ev.measured.empty:
+            continue
+        bare = _without_trials(ev.measured)
+
+        def cost(measured):   # wall and CPU seconds of one judgement (a page's kernel judges on one core)
+            c0 = time.process_time()
+            w, _ = timed(lambda: api.check(claim, measured, ev.outputs))
+            return w, time.process_time() - c0
+        full = [cost(ev.measured) for _ in range(repeats)]
+        plain = [cost(bare) for _ in range(repeats)]
+        trials = any(c.trials is not None for c in api.check(claim, ev.measured, ev.outputs).checks)
+        with_trials += trials
+        per[claim.key] = (Samples(tuple(w for w, _ in full)).median, Samples(tuple(w for w, _ in plain)).median,
+                          trials, Samples(tuple(c for _, c in full)).median - Samples(tuple(c for _, c in plain)).median)
+    added = {k: max(f - p, 0.0) for k, (f, p, _, _) in per.items()}
+    added_cpu = {k: max(c, 0.0) for k, (_, _, _, c) in per.items()}
+    total = sum(added.values())
+    worst = max(added_cpu, key=added_cpu.get) if added_cpu else None
+    share = total / cold_s if cold_s else float("nan")
+    passed = bool(per) and share <= TARGET_JUDGING_SHARE and (not added or added_cpu[worst] <= TARGET_JUDGING_PAGE_S)
+    return Result(
+        "book", "judging with intervals: the whole book's checks",
+        f"{len(per)} claims judged ({with_trials} with trials): checks with intervals "
+        f"{fmt_s(sum(f for f, _, _, _ in per.values()))}, without {fmt_s(sum(p for _, p, _, _ in per.values()))}; "
+        f"added {fmt_s(total)}; on one page at most {added_cpu[worst] if worst else 0:.2f} s of CPU "
+        f"({added[worst] if worst else 0:.2f} s wall)" + (f" ({worst})" if worst else ""),
+        value=total, unit="s", plain_tool="the cold build", plain_value=cold_s, ratio=share,
+        comparison=f"+{share:.1%} of the cold build ({pages} notebooks), at most {added_cpu[worst] if worst else 0:.2f} s "
+                   f"on one page",
+        target=f"<= {TARGET_JUDGING_SHARE:.0%} and <= {TARGET_JUDGING_PAGE_S:g} s per page", passed=passed,
+        notes=["in-process, on the authors' shipped outputs each page shows; median of "
+               f"{repeats} judgement(s) per claim; the share is wall time against the same run's "
+               "`reprobook book --clean`; the per-page figure is the judging process's CPU time (a page's kernel "
+               "judges on one core; on a busy machine its wall time is longer by what others take of the core)",
+               "per claim, wall with / without trials: " + "; ".join(f"{k} {f:.3f}/{p:.3f} s"
+                                                                     for k, (f, p, t, _) in per.items() if t)],
+        samples={"per_claim": {k: {"with_s": f, "without_s": p, "trials": t, "added_cpu_s": c}
+                               for k, (f, p, t, c) in per.items()},
+                 "added_s": total, "cold_s": cold_s})
 
 
 def page_weight(html_dir: Path, page: str) -> int:
