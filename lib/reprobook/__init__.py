@@ -23,6 +23,7 @@ _LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "d
          **{name: "core.checks" for name in ("ClaimVerdict", "Verdict")},
          "run_all": "pool",
          "panel": "widgets",
+         "cloudlab_panel": "widgets",
          **{name: "errors" for name in ("ConfigError", "ExperimentError", "OutputError", "ReprobookError",
                                         "TestbedError")}}
 

@@ -540,3 +540,157 @@ def panel(key: str | Claim, *, poll_s: float = 1.0) -> Panel:
     >>> rb.panel(claim)  # the last line of a cell
     """
     return Panel(api.claim(key) if isinstance(key, str) else key, poll_s=poll_s)
+
+
+# --------------------------------------------------------------------------- CloudLab
+
+class CloudLabPanel(w.VBox):
+    """From a CloudLab account to a checked cluster, in JupyterLab: what ``reprobook cloudlab`` does.
+
+    Pick a claim (or a paper) and a scale: its profile (a geni-lib script the portal runs) is shown,
+    with the nodes it asks for, and offered as a file to download. Upload the experiment's manifest
+    (the portal's "Manifest" tab, saved as XML), name the cluster: it is written into ``hosts.yaml``
+    and the SSH config, each host's key is recorded once its fingerprint is confirmed, and every
+    host is checked at once. The import runs in a background thread; its report is shown below.
+    """
+
+    def __init__(self, claim: str | None = None):
+        from reprobook import cloudlab
+        self.project = api.project()
+        live = [c.key for c in cloudlab.live_claims(self.project)]
+        papers = sorted({k.split("/")[0] for k in live})
+        self.target = w.Dropdown(options=[*live, *papers], value=claim if claim in live else (live[0] if live else None),
+                                 description="claim", layout=w.Layout(width="34em"))
+        self.scale = w.ToggleButtons(options=["paper", "rehearsal"], description="scale")
+        self.profile_button = Panel._button("profile", "write the CloudLab profile of the claim or paper",
+                                            self.profile, "reprobook-cloudlab-profile", style="primary")
+        self.nodes = w.HTML()
+        self.nodes.add_class("reprobook-cloudlab-nodes")
+        self.download = w.HTML()
+        self.download.add_class("reprobook-cloudlab-download")
+        self.script = w.Textarea(layout=w.Layout(width="60em", height="14em"), disabled=True)
+        self.upload = w.FileUpload(accept=".xml", multiple=False, description="manifest")
+        self.cluster = w.Text(value="cloudlab", description="cluster", layout=w.Layout(width="24em"))
+        self.user = w.Text(placeholder="your CloudLab user name (when the project has several)", description="user",
+                           layout=w.Layout(width="34em"))
+        self.for_claim = w.Dropdown(options=["(roles from the node names)", *live], description="roles of",
+                                    layout=w.Layout(width="34em"))
+        self.confirmed = w.Checkbox(description="record the host keys shown (I checked them on the portal)",
+                                    indent=False, layout=w.Layout(width="40em"))
+        self.import_button = Panel._button("import and check", "write the cluster into hosts.yaml and check every host",
+                                           self.import_manifest, "reprobook-cloudlab-import", style="primary")
+        self.status = w.HTML()
+        self.status.add_class("reprobook-status")
+        self.report = w.HTML()
+        self.report.add_class("reprobook-cloudlab-report")
+        self._worker: threading.Thread | None = None
+        super().__init__([
+            w.HTML("<b>CloudLab</b>: a profile for the portal, and the experiment's manifest back into hosts.yaml"),
+            w.HBox([self.target, self.scale, self.profile_button]), self.nodes, self.download, self.script,
+            w.HTML("<hr>"), self.upload, w.HBox([self.cluster, self.for_claim]), self.user, self.confirmed,
+            self.import_button, self.status, self.report])
+        self.add_class("reprobook-cloudlab")
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        note = "The CloudLab panel needs JupyterLab with a running kernel (make lab)."
+        bundle["text/plain"] = note
+        bundle["text/html"] = f'<p class="reprobook-panel-note"><em>{html.escape(note)}</em></p>'
+        return bundle
+
+    def _say(self, message_html: str, *, error: bool = False) -> None:
+        colour = ' style="color:#b00"' if error else ""
+        self.status.value = f'<span class="reprobook-status-text"{colour}>{message_html}</span>'
+
+    def profile(self) -> str | None:
+        """Write the chosen target's profile: shown, summarised node by node, and offered for download."""
+        import base64
+        from reprobook import cloudlab
+        try:
+            text, nodes = cloudlab.make_profile(self.project, self.target.value, self.scale.value)
+        except ReprobookError as exc:
+            self._say(html.escape(exc.message), error=True)
+            return None
+        rows = "".join(f"<tr><td>{html.escape(n.role)}</td><td>{len(n.names)}</td><td>{html.escape(', '.join(n.names))}"
+                       f"</td><td>{html.escape(n.hardware_type)}</td><td><code>{html.escape(n.disk_image)}</code></td></tr>"
+                       for n in nodes)
+        self.nodes.value = ("<table><tr><th>role</th><th>nodes</th><th>names</th><th>hardware</th><th>disk image</th></tr>"
+                            f"{rows}</table>")
+        name = self.target.value.replace("/", "-") + f"-{self.scale.value}.py"
+        data = base64.b64encode(text.encode()).decode()
+        self.download.value = (f'<a download="{html.escape(name)}" href="data:text/x-python;base64,{data}">'
+                               f"download {html.escape(name)}</a>: on the portal, Experiments → Create Experiment "
+                               f"Profile → Source → upload it; then instantiate it")
+        self.script.value = text
+        self._say(f"profile of {html.escape(self.target.value)} at {self.scale.value} scale: "
+                  f"{sum(len(n.names) for n in nodes)} nodes")
+        return text
+
+    def _uploaded(self) -> tuple[str, bytes] | None:
+        value = self.upload.value
+        items = list(value.values()) if isinstance(value, dict) else list(value)   # ipywidgets 7 and 8
+        if not items:
+            return None
+        item = items[0]
+        name = item.get("name") or (item.get("metadata") or {}).get("name") or "manifest.xml"
+        return name, bytes(item["content"])
+
+    def import_manifest(self) -> threading.Thread | None:
+        """Save the uploaded manifest under its own name, then import and check it in a background thread."""
+        import io
+        import re
+        from contextlib import redirect_stdout
+        from pathlib import Path
+        from reprobook import cloudlab
+        got = self._uploaded()
+        if got is None:
+            self._say("upload the experiment's manifest first (the portal's Manifest tab, saved as an .xml file)",
+                      error=True)
+            return None
+        if self._worker is not None and self._worker.is_alive():
+            self._say("an import is still going on", error=True)
+            return None
+        name, content = got
+        keep = Path(self.project.settings.runs_dir) / "cloudlab-manifests" / re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name)
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_bytes(content)        # kept: the manifest is what the cluster was written from
+        claim = None if self.for_claim.value.startswith("(") else self.for_claim.value
+        lines: list[str] = []
+        self._say(f"importing {html.escape(name)} as cluster <code>{html.escape(self.cluster.value)}</code> "
+                  "and checking every host …")
+        self.import_button.disabled = True
+
+        def work():
+            buf = io.StringIO()
+            try:
+                with redirect_stdout(buf):
+                    code = cloudlab.import_manifest(self.project, keep, self.cluster.value.strip(),
+                                                    user=self.user.value.strip() or None, claim_key=claim,
+                                                    assume_yes=self.confirmed.value, out=lines.append)
+                said = [*lines, *buf.getvalue().splitlines()]
+                self.report.value = "<pre>" + html.escape("\n".join(said)) + "</pre>"
+                self._say(f"cluster <code>{html.escape(self.cluster.value)}</code>: "
+                          + ("every host answers" + (" and meets its roles' requirements" if claim else "")
+                             if code == 0 else "see the report: some hosts did not answer or fall short"),
+                          error=code != 0)
+                self.project = api.project()   # hosts.yaml changed: the next import or panel sees the cluster
+            except ReprobookError as exc:
+                self.report.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>" if lines else ""
+                self._say(f"{html.escape(name)}: {html.escape(exc.message)}", error=True)
+            except Exception as exc:  # noqa: BLE001 - said in the panel (a thread has nowhere else to say it)
+                self._say(html.escape(f"{type(exc).__name__}: {exc}"), error=True)
+            finally:
+                self.import_button.disabled = False
+        self._worker = threading.Thread(target=work, name="reprobook-cloudlab-import", daemon=True)
+        self._worker.start()
+        return self._worker
+
+
+def cloudlab_panel(claim: str | None = None) -> CloudLabPanel:
+    """The CloudLab panel in JupyterLab: a claim's profile to download, a manifest to upload and check.
+
+    Examples
+    --------
+    >>> rb.cloudlab_panel("pesto/sample-runs")  # the last line of a cell
+    """
+    return CloudLabPanel(claim)

@@ -240,3 +240,48 @@ def test_an_empty_flow_style_hosts_file_takes_the_cluster(env):
     assert _import(ONE, "--cluster", "one") == 0
     text = (env / "hosts.yaml").read_text()
     assert text.startswith("# only a comment\nhosts:\n  node-0:\n") and yaml.safe_load(text)["clusters"]["one"]
+
+
+# --------------------------------------------------------------------------- the Lab panel
+
+def test_the_lab_panel_offers_a_profile_and_imports_an_uploaded_manifest(env, monkeypatch):
+    """The panel's two halves without a browser: the profile of a claim (the same text as the command's, offered
+    as a file to download, its nodes listed), and an uploaded manifest written into hosts.yaml (a real one,
+    of one CloudLab node) with the check's report shown; a bad upload is said in the panel, nothing written."""
+    import base64
+    import datetime
+    import re
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from reprobook import widgets
+    monkeypatch.setenv("REPROBOOK_RUNS", str(env / "runs"))
+    _NOW = datetime.datetime.now(datetime.timezone.utc)   # what the browser sends with a file (ipywidgets 8)
+    panel = widgets.cloudlab_panel("pesto/sample-runs")
+    panel.scale.value = "rehearsal"
+    text = panel.profile()
+    expected, nodes = cloudlab.make_profile(load_project(ROOT), "pesto/sample-runs", "rehearsal")
+    assert text == expected and panel.script.value == expected
+    link = re.search(r'download="([^"]+)" href="data:text/x-python;base64,([^"]+)"', panel.download.value)
+    assert link and link.group(1) == "pesto-sample-runs-rehearsal.py"
+    assert base64.b64decode(link.group(2)).decode() == expected
+    assert all(n.role in panel.nodes.value for n in nodes) and "m510" in panel.nodes.value
+
+    # nothing uploaded yet
+    assert panel.import_manifest() is None and "upload the experiment's manifest first" in panel.status.value
+    before = (env / "hosts.yaml").read_text()
+    panel.upload.value = ({"name": "bad.xml", "type": "text/xml", "size": 9, "last_modified": _NOW,
+                           "content": memoryview(b"<rspec><")},)
+    panel.import_manifest().join(60)
+    assert "bad.xml" in panel.status.value and "color:#b00" in panel.status.value
+    assert (env / "hosts.yaml").read_text() == before
+
+    panel.upload.value = ({"name": ONE.name, "type": "text/xml", "size": ONE.stat().st_size,
+                           "last_modified": _NOW, "content": memoryview(ONE.read_bytes())},)
+    panel.cluster.value = "onenode"
+    panel.import_manifest().join(120)
+    hosts = load_hosts(env / "hosts.yaml")
+    assert "onenode" in hosts.clusters and "mine" in hosts.clusters
+    assert "cluster onenode: 1 hosts written" in panel.report.value
+    assert "cluster onenode: 0 of 1 hosts answered" in panel.report.value   # no network here: named, not raised
+    assert (env / "runs" / "cloudlab-manifests" / ONE.name).read_bytes() == ONE.read_bytes()   # the manifest the cluster came from
