@@ -22,7 +22,7 @@ WHAT = {
     "e2e": "a trivial claim run live with perform() vs plain ssh + scp",
     "poll": "CPU and SSH connections while polling a long detached job",
     "fetch": "fetching 1 GiB in 1000 files vs plain rsync (sftp for information; re-fetch)",
-    "fanout": "one command on 8 and on 36 hosts at once vs on 1 host (HostGroup and plain ssh)",
+    "fanout": "one command on 8 and on 36 hosts at once vs on 1 host (HostGroup and plain ssh); check-host of 101 hosts",
     "parse": "each format's reader on >= 1 MB (synthetic) vs the bare pandas/json read; 500 stats.json",
     "book": "cold build of the real and a 40-page synthetic book vs jupyter-book build; 1 vs 2 workers; rebuilds",
     "verus_live": "the real Verus page-table claim run live with perform() vs by hand (ssh + git + cargo + scp)",

@@ -9,6 +9,13 @@ Commands: ``sleep 0.2; hostname`` (waiting, the orchestration is what is measure
 applies) and ``sha256sum`` of a 16 MiB file (CPU work: 8 hashes on this machine's cores cannot take
 the time of one, so it is given for information, next to plain ssh's ratio).
 
+**A cluster checked**, as ``reprobook check-host CLUSTER`` (and ``cloudlab import``) does it: a cluster of
+101 lean hosts (the size of the real CloudLab manifest in ``shared/cloudlab``) against a cluster of one,
+each round in a new process's state (connections opened, the probe run, facts judged), against plain
+``ssh host bash -s < probe`` to every host at once. The hosts are processes of this machine: 101 sshd
+sessions and probes share its two cores, which a real cluster spreads over 101 machines; the notes give
+reprobook's own CPU per host.
+
 The waiting command runs twice: on hosts whose login shells read this user's ``~/.bashrc`` (here
 it starts pyenv: about 0.1 s of CPU, and its rehash lock makes concurrent logins queue), and on
 eight "lean" hosts ``lean1`` .. ``lean8`` (127.0.0.22 ..) whose login shells read no startup files,
@@ -26,6 +33,8 @@ TARGET_RATIO = 1.5
 N_HOSTS = 8
 CLUSTER_HOSTS = 36
 """The largest Pesto placement of the guide: 36 CloudLab nodes."""
+CHECKED_HOSTS = 101
+"""The real CloudLab manifest of ``shared/cloudlab``: 101 nodes."""
 
 
 def run(ctx: Context) -> list[Result]:
@@ -39,7 +48,73 @@ def run(ctx: Context) -> list[Result]:
         results += _hosts(ctx, commands, startup_files)
     # cluster scale (a Pesto cluster: 36 CloudLab nodes), on lean hosts only
     results += _hosts(ctx, {"sleep 0.2; hostname": True}, False, CLUSTER_HOSTS)
+    results.append(_check_cluster(ctx, CHECKED_HOSTS if not ctx.quick else CLUSTER_HOSTS))
     return results
+
+
+def _check_cluster(ctx: Context, n_hosts: int) -> Result:
+    """check-host of an n-host cluster against a 1-host cluster, cold (a new connection to every host)."""
+    import time
+
+    import yaml
+
+    from reprobook.cloudlab import check_cluster
+    from reprobook.core.config import load_project
+    from reprobook.core.requirements import Requirements, probe_script
+    aliases = [ctx.node(i, startup_files=False) for i in range(1, n_hosts + 1)]
+    root = ctx.tmp / "projects" / "check-cluster"
+    (root / "configs" / "papers").mkdir(parents=True, exist_ok=True)
+    (root / "_config.yml").write_text("title: reprobook benchmark project\n")
+    (root / "configs" / "hosts.yaml").write_text(yaml.safe_dump({
+        "hosts": {a: {"ssh": a, "workdir": str(ctx.workdir(a))} for a in aliases},
+        "clusters": {"big": {"roles": {"control": aliases[:1], "server": aliases[1:]}},
+                     "one": {"roles": {"control": aliases[:1]}}}}))
+    (root / "configs" / "reprobook.yaml").write_text(yaml.safe_dump({"runs_dir": str(root / "runs")}))
+    probe = probe_script([Requirements()])
+
+    def plain(hosts):
+        procs = [subprocess.Popen(ctx.ssh_argv(a) + ["bash", "-s", "--", str(ctx.workdir(a))], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for a in hosts]
+        outs = [p.communicate(probe) for p in procs]
+        bad = [a for a, p, (o, _) in zip(hosts, procs, outs) if p.returncode != 0 or "cpus=" not in o]
+        if bad:
+            raise RuntimeError(f"plain ssh probe failed on {bad[:3]}")
+
+    repeats = ctx.repeats(3, 1)
+    t = {k: [] for k in ("big", "one", "plain_big", "plain_one")}
+    own_cpu = []
+    with ctx.env(REPROBOOK_ROOT=str(root), REPROBOOK_HOSTS=None, REPROBOOK_SSH_CONFIG=str(ctx.ssh_config)):
+        project = load_project(root)
+        for i in range(repeats + 1):   # round 0: warm-up (imports, the sshd processes' first sessions)
+            for cluster in ("big", "one"):
+                c0 = time.process_time()
+                took, (code, report) = timed(lambda: check_cluster(project, cluster))
+                if code != 0:
+                    raise RuntimeError("check-host of the loopback cluster failed:\n" + "\n".join(report[:5]))
+                if i:
+                    t[cluster].append(took)
+                    if cluster == "big":
+                        own_cpu.append(time.process_time() - c0)
+            for key, hosts in (("plain_big", aliases), ("plain_one", aliases[:1])):
+                took, _ = timed(lambda: plain(hosts))
+                if i:
+                    t[key].append(took)
+    s = {k: Samples(tuple(v)) for k, v in t.items()}
+    ratio = s["big"].median / s["one"].median
+    plain_ratio = s["plain_big"].median / s["plain_one"].median
+    per_host_ms = 1000 * Samples(tuple(own_cpu)).median / n_hosts
+    return Result(
+        "fanout", f"check-host of a {n_hosts}-host cluster vs a 1-host cluster, connecting (lean logins)",
+        f"reprobook {n_hosts} hosts {fmt_s(s['big'].median)}, 1 host {fmt_s(s['one'].median)}; plain ssh + probe "
+        f"{n_hosts} {fmt_s(s['plain_big'].median)}, 1 {fmt_s(s['plain_one'].median)}",
+        value=ratio, unit="x", plain_tool="ssh in parallel", plain_value=plain_ratio, ratio=ratio,
+        comparison=f"{ratio:.2f}x (plain ssh {plain_ratio:.2f}x)", target=f"<= {TARGET_RATIO:g}x",
+        passed=ratio <= TARGET_RATIO,
+        notes=[f"reprobook's own CPU: {per_host_ms:.1f} ms per host (connection, probe, judging); the rest of the "
+               f"time is the {n_hosts} sshd sessions and probes, which here share {os.cpu_count()} cores and on a real "
+               f"cluster run on {n_hosts} machines",
+               f"reprobook's ratio over plain ssh's: {ratio / plain_ratio:.2f}"],
+        samples={**{k: v.as_dict() for k, v in s.items()}, "own_cpu_ms_per_host": per_host_ms})
 
 
 def _hosts(ctx: Context, commands: dict[str, bool], startup_files: bool, n_hosts: int = N_HOSTS) -> list[Result]:
