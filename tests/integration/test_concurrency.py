@@ -34,11 +34,34 @@ pytestmark = pytest.mark.ssh
 CLAIM = "fixture/validator-throughput"
 
 
-def _spawn(code: str, *args: str, env: dict | None = None) -> subprocess.Popen:
-    """A Python process running ``code`` (``sys.argv[1:]`` are ``args``), as a second notebook kernel would."""
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT,
+def _spawn(code: str, *args: str, env: dict | None = None, go: Path | None = None) -> subprocess.Popen:
+    """A Python process running ``code`` (``sys.argv[1:]`` are ``args``), as a second notebook kernel would.
+
+    With ``go``, it imports what it needs, says READY and waits for that file before it starts: on a busy
+    machine starting Python and importing the library takes seconds, and two processes meant to meet on one
+    run must not miss each other because one of them was still importing (see `_ready`).
+    """
+    prelude = "" if go is None else textwrap.dedent(f"""
+        import os, time
+        import reprobook.remote.live
+        print("READY", flush=True)
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.01)
+    """)
+    return subprocess.Popen([sys.executable, "-c", prelude + textwrap.dedent(code), *args], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def _ready(*procs: subprocess.Popen, timeout: float = 300) -> None:
+    """Wait until each process (spawned with ``go``) has imported the library and waits for the go file."""
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        line = ""
+        while not line.startswith("READY"):
+            assert time.monotonic() < deadline, f"a helper process did not get ready in {timeout:g} s (importing)"
+            line = p.stdout.readline()
+            assert line or p.poll() is None, f"a helper process ended before it was ready: {p.stderr.read()}"
 
 
 PERFORM = """
@@ -59,6 +82,16 @@ REATTACH = """
 """
 
 
+REATTACH_FROM_FILE = """
+    import sys
+    from pathlib import Path
+    from reprobook.core.config import load_project
+    from reprobook.remote.live import reattach
+    run = reattach(load_project(), Path(sys.argv[1]).read_text().strip(), progress=False, poll_s=0.2)
+    print("RESULT", run.id, run.status, len(run.manifest["files"]))
+"""
+
+
 def _result(p: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
     out, err = p.communicate(timeout=timeout)
     assert p.returncode == 0, out + err
@@ -73,9 +106,12 @@ def _remote_runs(fixture) -> list[Path]:
     return sorted(p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
 
 
-def test_the_same_run_performed_by_two_processes_at_once_runs_once(fixture):
-    a = _spawn(PERFORM, CLAIM, "2")
-    b = _spawn(PERFORM, CLAIM, "2")
+def test_the_same_run_performed_by_two_processes_at_once_runs_once(fixture, tmp_path):
+    go = tmp_path / "go"
+    a = _spawn(PERFORM, CLAIM, "2", go=go)
+    b = _spawn(PERFORM, CLAIM, "2", go=go)
+    _ready(a, b)
+    go.touch()   # both start now, their imports done: the second reaches the run while the first holds it
     (ra, err_a), (rb, err_b) = _result(a), _result(b)
     assert ra == rb and " succeeded 3" in ra  # both return the same recorded run, out1, out32 and label
     remote = _remote_runs(fixture)
@@ -91,15 +127,21 @@ def test_the_same_run_performed_by_two_processes_at_once_runs_once(fixture):
     run.verify()
 
 
-def test_attach_while_another_process_follows_the_run_waits_and_says_who(fixture):
+def test_attach_while_another_process_follows_the_run_waits_and_says_who(fixture, tmp_path):
     project = load_project(fixture.root)
     store = RunStore(project.settings.runs_dir)
-    first = _spawn(PERFORM, CLAIM, "3")
+    go, second_go = tmp_path / "go", tmp_path / "run-id"
+    # both processes import first (seconds on a busy machine); the second attaches as soon as it is told the run
+    first = _spawn(PERFORM, CLAIM, "3", go=go)
+    second = _spawn(REATTACH_FROM_FILE, str(second_go), go=second_go)
+    _ready(first, second)
+    go.touch()
     run = _wait_for(lambda: next((r for r in store.runs() if r.status == "running"), None), timeout=60,
                     what="the run to be running")
     holder = run.lock.holder()
     assert holder is not None and holder.pid == first.pid and "-c" in holder.command
-    second = _spawn(REATTACH, run.id)
+    (tmp_path / "run-id.tmp").write_text(run.id)
+    (tmp_path / "run-id.tmp").rename(second_go)
     (r1, _), (r2, err2) = _result(first), _result(second)
     assert r1 == r2 == f"RESULT {run.id} succeeded 3"
     assert f"run {run.id} is being worked on by pid {first.pid}" in err2
