@@ -71,6 +71,9 @@ def _commands(run_id: str, tmp_path) -> dict[str, list[list[str]]]:
 
 
 @pytest.mark.slow
+# every subcommand in turn, each a new Python process: 313 s in a whole-suite run on a loaded 2-core machine
+# (a make -j2 loop beside it, load average 6 to 11), half the suite's 600 s default; 1200 s is four times it
+@pytest.mark.timeout(1200)
 def test_every_subcommand_survives_a_reader_that_closes_early(imported_run, tmp_path):
     commands = _commands(imported_run, tmp_path)
     assert set(commands) == set(build_parser()._subparsers._group_actions[0].choices), "a subcommand not tried here"
