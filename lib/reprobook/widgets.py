@@ -668,6 +668,9 @@ class CloudLabPanel(w.VBox):
                                                     user=self.user.value.strip() or None, claim_key=claim,
                                                     assume_yes=self.confirmed.value, out=lines.append)
                 said = [*lines, *buf.getvalue().splitlines()]
+                if any("no terminal to confirm on" in line for line in said):   # the command line's words
+                    said.append("In this panel: check the hosts' key fingerprints on the portal (each node's page), "
+                                "tick the box to record them, and import again.")
                 self.report.value = "<pre>" + html.escape("\n".join(said)) + "</pre>"
                 self._say(f"cluster <code>{html.escape(self.cluster.value)}</code>: "
                           + ("every host answers" + (" and meets its roles' requirements" if claim else "")

@@ -284,4 +284,5 @@ def test_the_lab_panel_offers_a_profile_and_imports_an_uploaded_manifest(env, mo
     assert "onenode" in hosts.clusters and "mine" in hosts.clusters
     assert "cluster onenode: 1 hosts written" in panel.report.value
     assert "cluster onenode: 0 of 1 hosts answered" in panel.report.value   # no network here: named, not raised
+    assert "tick the box to record them" in panel.report.value   # its key is not recorded, and the panel says how
     assert (env / "runs" / "cloudlab-manifests" / ONE.name).read_bytes() == ONE.read_bytes()   # the manifest the cluster came from
