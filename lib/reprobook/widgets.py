@@ -570,6 +570,7 @@ class CloudLabPanel(w.VBox):
         self.download.add_class("reprobook-cloudlab-download")
         self.script = w.Textarea(layout=w.Layout(width="60em", height="14em"), disabled=True)
         self.upload = w.FileUpload(accept=".xml", multiple=False, description="manifest")
+        self.upload.add_class("reprobook-cloudlab-upload")
         self.cluster = w.Text(value="cloudlab", description="cluster", layout=w.Layout(width="24em"))
         self.user = w.Text(placeholder="your CloudLab user name (when the project has several)", description="user",
                            layout=w.Layout(width="34em"))

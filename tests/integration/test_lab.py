@@ -126,3 +126,37 @@ def test_bad_values_in_every_field_each_get_a_message_and_launch_waits(checkout)
             field.press("Tab")
         page.wait_for_function("() => document.querySelectorAll('.reprobook-param-error').length === 0", timeout=30_000)
         assert launch.is_enabled()
+
+
+CLOUDLAB = {**PANEL, "cells": [{**PANEL["cells"][0], "id": "cloudlab",
+                                "source": ["import reprobook as rb\n", "rb.cloudlab_panel(\"pesto/sample-runs\")"]}]}
+MANIFEST = ROOT.parent / "shared" / "cloudlab" / "manifests" / "utah-1-node-m510.xml"
+
+
+def test_the_cloudlab_panel_gives_a_profile_to_download_and_takes_a_manifest_upload(checkout):
+    """As an evaluator does it in Lab: the profile's download link, then the portal's manifest uploaded through
+    the browser's file chooser, written into hosts.yaml with every other host kept, and the check's report."""
+    clone, hosts, url, token = checkout
+    if not MANIFEST.is_file():
+        unavailable(f"no real manifest at {MANIFEST}")
+    (clone / "notebooks" / "cloudlab.ipynb").write_text(json.dumps(CLOUDLAB))
+    with browser() as b:
+        page = open_notebook(b, url, token, "cloudlab.ipynb")
+        run_all(page)
+        page.locator(".reprobook-cloudlab").wait_for(timeout=60_000)
+        page.locator("button.reprobook-cloudlab-profile").click()
+        link = page.locator(".reprobook-cloudlab-download a")
+        link.wait_for(timeout=60_000)
+        assert link.get_attribute("download") == "pesto-sample-runs-paper.py"
+        assert link.get_attribute("href").startswith("data:text/x-python;base64,")
+        assert "m510" in page.locator(".reprobook-cloudlab-nodes").inner_text()
+        with page.expect_file_chooser() as chooser:   # the upload button opens the browser's file chooser
+            page.locator(".reprobook-cloudlab-upload").click()
+        chooser.value.set_files(str(MANIFEST))
+        page.locator("button.reprobook-cloudlab-import").click()
+        report = page.locator(".reprobook-cloudlab-report")
+        page.wait_for_function("() => (document.querySelector('.reprobook-cloudlab-report') || {}).textContent"
+                               "?.includes('hosts answered')", timeout=120_000)
+        assert "cluster cloudlab: 1 hosts written" in report.inner_text()
+    written = yaml.safe_load(hosts.read_text())
+    assert "cloudlab" in written["clusters"] and "node1" in written["hosts"]
