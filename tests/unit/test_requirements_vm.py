@@ -33,7 +33,7 @@ def test_files_are_probed_where_the_claim_says_home_workdir_or_absolute(tmp_path
     reqs = Requirements(files=["~/ozz/scripts/run_qemu.sh", "data/image.img", "~/ozz", str(absent)])
     other = Requirements(files=["data/image.img"], cores=1)  # asked twice: probed once
     script = probe_script([reqs, other])
-    assert script.count("rb_file data/image.img)") == 1
+    assert script.count("rb_file data/image.img;") == 1
     out = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "probe", str(work)], capture_output=True,
                          text=True, timeout=60, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True).stdout
     f = facts_from(out)
