@@ -88,7 +88,9 @@ def lab(root_dir: Path, scratch: Path, *, cwd: Path | None = None, env: dict | N
 def open_notebook(browser, url: str, token: str, path: str):
     """A page with ``path`` open in Lab and its kernel connected."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(f"{url}/lab/tree/{path}?token={token}", wait_until="domcontentloaded", timeout=60_000)
+    # ?reset: a fresh workspace, so that notebooks an earlier test opened in this Lab are not restored beside
+    # this one (and made the current one, which run_all would run)
+    page.goto(f"{url}/lab/tree/{path}?reset&token={token}", wait_until="domcontentloaded", timeout=60_000)
     page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
     page.wait_for_function(KERNEL_UP, timeout=90_000)
     return page
