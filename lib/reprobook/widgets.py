@@ -544,6 +544,12 @@ def panel(key: str | Claim, *, poll_s: float = 1.0) -> Panel:
 
 # --------------------------------------------------------------------------- CloudLab
 
+def _classed(widget, css: str):
+    """``widget`` with the CSS class the tests and the page's styles find it by."""
+    widget.add_class(css)
+    return widget
+
+
 class CloudLabPanel(w.VBox):
     """From a CloudLab account to a checked cluster, in JupyterLab: what ``reprobook cloudlab`` does.
 
@@ -564,10 +570,8 @@ class CloudLabPanel(w.VBox):
         self.scale = w.ToggleButtons(options=["paper", "rehearsal"], description="scale")
         self.profile_button = Panel._button("profile", "write the CloudLab profile of the claim or paper",
                                             self.profile, "reprobook-cloudlab-profile", style="primary")
-        self.nodes = w.HTML()
-        self.nodes.add_class("reprobook-cloudlab-nodes")
-        self.download = w.HTML()
-        self.download.add_class("reprobook-cloudlab-download")
+        self.nodes = _classed(w.HTML(), "reprobook-cloudlab-nodes")
+        self.download = _classed(w.HTML(), "reprobook-cloudlab-download")
         self.script = w.Textarea(layout=w.Layout(width="60em", height="14em"), disabled=True)
         self.upload = w.FileUpload(accept=".xml", multiple=False, description="manifest")
         self.upload.add_class("reprobook-cloudlab-upload")
@@ -580,10 +584,8 @@ class CloudLabPanel(w.VBox):
                                     indent=False, layout=w.Layout(width="40em"))
         self.import_button = Panel._button("import and check", "write the cluster into hosts.yaml and check every host",
                                            self.import_manifest, "reprobook-cloudlab-import", style="primary")
-        self.status = w.HTML()
-        self.status.add_class("reprobook-status")
-        self.report = w.HTML()
-        self.report.add_class("reprobook-cloudlab-report")
+        self.status = _classed(w.HTML(), "reprobook-status")
+        self.report = _classed(w.HTML(), "reprobook-cloudlab-report")
         self._worker: threading.Thread | None = None
         super().__init__([
             w.HTML("<b>CloudLab</b>: a profile for the portal, and the experiment's manifest back into hosts.yaml"),
@@ -599,9 +601,7 @@ class CloudLabPanel(w.VBox):
         bundle["text/html"] = f'<p class="reprobook-panel-note"><em>{html.escape(note)}</em></p>'
         return bundle
 
-    def _say(self, message_html: str, *, error: bool = False) -> None:
-        colour = ' style="color:#b00"' if error else ""
-        self.status.value = f'<span class="reprobook-status-text"{colour}>{message_html}</span>'
+    _say = Panel._say   # the same status line as the claim's panel
 
     def profile(self) -> str | None:
         """Write the chosen target's profile: shown, summarised node by node, and offered for download."""
