@@ -4,14 +4,16 @@
 # libtirpc-dev, which the patched LMBench of the Ozz claim's live test builds against, and what the Aardvark
 # rehearsal builds from source with (cmake, g++, GMP, autotools for libsodium, numactl for the guide's pinning),
 # and Debian's numpy and gnuplot for the Pequin harness (run_multiple_experiments.py, tested with stand-in binaries),
-# and ShellCheck, which checks every step script the engine generates.
+# ShellCheck, which checks every step script the engine generates, and Debian's PostgreSQL 15, for the real
+# Postgres-PB test (a primary and a streaming backup; installed without Debian's default cluster).
 # Idempotent: when everything is already there it only makes sure /run/sshd
 # exists (sshd refuses to start as root without it; /run is a tmpfs, so it
 # vanishes at every boot) and returns at once.
 set -euo pipefail
 
 packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core libtirpc-dev
-          cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox shellcheck)
+          cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox shellcheck
+          postgresql-15)
 
 if [ "$(id -u)" -eq 0 ]; then
     as_root=()
@@ -22,7 +24,7 @@ else
 fi
 
 missing=()
-for f in /usr/sbin/sshd /usr/bin/chromium; do
+for f in /usr/sbin/sshd /usr/bin/chromium /usr/lib/postgresql/15/bin/pg_ctl; do
     [ -x "$f" ] || missing+=("$f")
 done
 for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot shellcheck; do
@@ -34,12 +36,15 @@ done
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=("python3-numpy")
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot, shellcheck present)"
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot, shellcheck, PostgreSQL 15 present)"
 else
     if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
         echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2
         exit 1
     fi
+    # no cluster of Debian's own: the tests make theirs in their directories
+    "${as_root[@]}" mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" | "${as_root[@]}" tee /etc/postgresql-common/createcluster.d/reprobook.conf >/dev/null
     "${as_root[@]}" apt-get update -qq
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

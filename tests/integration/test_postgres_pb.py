@@ -1,0 +1,119 @@
+"""Postgres-PB for real: the generated set-up scripts make a PostgreSQL 15 primary and a streaming
+backup on two loopback hosts reached over real SSH, replication is checked, and the password exists
+in no file but the database hosts' own password and pgpass files.
+
+Each host is a real sshd on its own loopback address; the databases listen on those addresses only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from reprobook.papers.pesto.systems import PostgresPlacement, postgres_files
+from tests.integration.conftest import unavailable
+from tests.support.sshd import free_port
+
+pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+
+PG = Path("/usr/lib/postgresql/15/bin/pg_ctl")
+ADDRESSES = {"db-a": "127.0.0.61", "db-b": "127.0.0.62", "client-0-0": "127.0.0.63"}
+
+
+@pytest.fixture
+def open_dir():
+    """A directory the user postgres can reach (pytest's own are closed to others): the hosts' roots."""
+    d = Path(tempfile.mkdtemp(prefix="rb-pg-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    for pid_file in d.rglob("postmaster.pid"):   # a failed test leaves no database running
+        subprocess.run(["runuser", "-u", "postgres", "--", str(PG), "-D", str(pid_file.parent), "-m", "immediate",
+                        "stop"], capture_output=True)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def on(bed, host: str, script: str, *, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``script`` on ``host`` over SSH, as a step runs its script."""
+    r = subprocess.run(bed.ssh_argv(host) + ["bash", "-s"], input=script, capture_output=True, text=True, timeout=300)
+    if check:
+        assert r.returncode == 0, f"{host}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def postmasters(root: Path) -> list[int]:
+    """The PIDs of PostgreSQL servers whose data directory is under ``root``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and cmd[0].endswith(b"/postgres") and any(str(root).encode() in part for part in cmd):
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_a_real_primary_and_backup_replicate_and_the_password_stays_on_the_database_hosts(bed, open_dir, tmp_path):
+    if os.geteuid() != 0 or not PG.exists():
+        unavailable("this test runs PostgreSQL 15 as the user postgres (root and Debian's postgresql-15 needed)")
+    for host in ("db-a", "db-b"):
+        bed.add_host(host, ADDRESSES[host])
+    port = free_port(ADDRESSES["db-a"])
+    roots = {h: open_dir / h / "pequin" for h in ("db-a", "db-b")}
+    files = {h: postgres_files(PostgresPlacement(primary="db-a", backup="db-b", clients=["client-0-0"],
+                                                 addresses=ADDRESSES, root=str(roots[h]), port=port,
+                                                 settings={"shared_buffers": "'128MB'", "work_mem": "'4MB'"}))
+             for h in roots}
+
+    # a root the user postgres cannot reach is refused with what to do, before anything is made
+    closed = postgres_files(PostgresPlacement(primary="db-a", clients=[], addresses=ADDRESSES, port=port,
+                                              root=str(tmp_path / "closed")))
+    refused = on(bed, "db-a", closed["pg-primary.sh"], check=False)
+    assert refused.returncode == 3 and "cannot reach" in refused.stderr and "give the run a root" in refused.stderr
+
+    first = on(bed, "db-a", files["db-a"]["pg-primary.sh"])
+    assert f"primary on 127.0.0.61:{port}" in first.stdout
+    # the backup without its copy of the password file says where it comes from
+    missing = on(bed, "db-b", files["db-b"]["pg-backup.sh"], check=False)
+    assert missing.returncode == 3 and "copied from there" in missing.stderr
+    # host to host, as the run's step copies it: the text goes through a pipe, never into a file of ours
+    copy = subprocess.run(f"{' '.join(bed.ssh_argv('db-a'))} cat {roots['db-a']}/pg/password | "
+                          f"{' '.join(bed.ssh_argv('db-b'))} 'umask 077; cat > {roots['db-b']}/pg/password'",
+                          shell=True, capture_output=True, text=True)
+    assert copy.returncode == 0, copy.stderr
+    on(bed, "db-b", files["db-b"]["pg-backup.sh"])
+    check = on(bed, "db-a", files["db-a"]["pg-check.sh"])
+    assert "streaming sync" in check.stdout and "replication checked" in check.stdout
+
+    # each database listens on its host's cluster address, and nowhere else
+    listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    assert sorted(line.split()[3] for line in listening.splitlines()) == [f"127.0.0.61:{port}", f"127.0.0.62:{port}"]
+
+    password = (roots["db-a"] / "pg" / "password").read_bytes()
+    assert len(password) == 24 and password.isalnum()
+    holders = sorted(str(p.relative_to(open_dir)) for base in (open_dir, tmp_path) for p in base.rglob("*")
+                     if p.is_file() and not p.is_symlink() and password in p.read_bytes())
+    assert holders == ["db-a/pequin/pg/password", "db-a/pequin/pg/pgpass",
+                       "db-b/pequin/pg/password", "db-b/pequin/pg/pgpass"]
+    for h in roots:
+        assert (roots[h] / "pg" / "password").stat().st_mode & 0o777 == 0o600
+        assert (roots[h] / "pg" / "pgpass").stat().st_mode & 0o777 == 0o600
+
+    # a run killed midway leaves its primary running: the next run's set-up stops it, on that host only
+    before = postmasters(roots["db-a"])
+    assert len(before) == 1
+    again = on(bed, "db-a", files["db-a"]["pg-primary.sh"])
+    assert f"primary on 127.0.0.61:{port}" in again.stdout
+    after = postmasters(roots["db-a"])
+    assert len(after) == 1 and after != before
+    assert len(postmasters(roots["db-b"])) == 1   # the backup's host was not touched
+
+    for h in roots:
+        on(bed, h, files[h]["pg-stop.sh"])
+        assert postmasters(roots[h]) == []
