@@ -485,7 +485,7 @@ class Panel(w.VBox):
         from reprobook.remote.steps import expected_left_s
         expected = (self.claim.expected_minutes or 0) * 60
         left = expected_left_s(self.project.paper(self.claim.paper), make_plan(self.claim, self._run_params()),
-                               st.step, st.points_done)
+                               st.step, st.points_done, st.point_s)
         if left is not None and not st.done:
             expected = st.elapsed_s + left  # skipped and fast steps bring the expected end nearer
         self.bar.max = max(expected, st.elapsed_s * 1.1, 1.0)

@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -56,39 +57,48 @@ def standin_paper(src: str, root: str) -> dict:
             "repositories": real["repositories"], "published_tables": tables, "claims": claims}
 
 
-@pytest.fixture
-def cluster(tmp_path, bed, monkeypatch):
+def standin_cluster(root, bed, addresses: dict[str, str] | None = None, *, isolated: bool = False) -> dict[str, str]:
+    """A project in ``root`` whose claims run the real harness with stand-in binaries on four hosts of
+    ``bed`` (the harness's names, at ``addresses``; by default `standin.HOSTS`), each host in
+    namespaces of its own with ``isolated``. Returns the environment that points reprobook at it."""
     if not PEQUIN.is_dir():
         unavailable(f"the git mirror {PEQUIN} is absent")
     if not shutil.which("rsync") or not shutil.which("scp"):
         unavailable("rsync and scp are needed (.ci/install-system-deps.sh installs them)")
+    addresses = addresses or standin.HOSTS
     # the harness runs `sudo rm -rf /dev/shm/*` and the like on its hosts: here sudo is a no-op
-    shims = tmp_path / "shims"
-    shims.mkdir()
+    shims = root / "shims"
+    shims.mkdir(parents=True)
     (shims / "sudo").write_text('#!/bin/sh\necho "(test host: sudo $* skipped)" >&2\n')
     (shims / "sudo").chmod(0o755)
     path = f"{shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    for name, addr in standin.HOSTS.items():
-        bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"])
-    root = tmp_path / "pequin"
-    src = standin.standin_src(tmp_path / "standin-src")
-    proj = tmp_path / "project"
+    for name, addr in addresses.items():
+        bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"], isolated=isolated)
+    pequin_root = root / "pequin"
+    src = standin.standin_src(root / "standin-src")
+    proj = root / "project"
     (proj / "configs" / "papers").mkdir(parents=True)
     shutil.copytree(ROOT / "configs" / "patches", proj / "configs" / "patches")
     (proj / "configs" / "papers" / "standin.yaml").write_text(
-        yaml.safe_dump(standin_paper(str(src), str(root)), sort_keys=False))
-    hosts = {"hosts": {n: {"ssh": n, "workdir": str(tmp_path / "work" / n)} for n in standin.HOSTS},
+        yaml.safe_dump(standin_paper(str(src), str(pequin_root)), sort_keys=False))
+    hosts = {"hosts": {n: {"ssh": n, "workdir": str(root / "work" / n)} for n in addresses},
              "clusters": {"rehearsal": {"roles": {"control": ["control"], "server": ["us-east-1-0"],
                                                   "client": ["client-0-0", "client-0-1"]}}}}
     hosts["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{GIT_MIRROR}/"}
     hosts["hosts"]["control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
     (proj / "configs" / "hosts.yaml").write_text(yaml.safe_dump(hosts))
-    monkeypatch.setenv("REPROBOOK_ROOT", str(proj))
-    monkeypatch.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
-    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("REPROBOOK_GIT_BASE_URL", f"file://{GIT_MIRROR}/")  # the authors' configs, from git
+    return {"REPROBOOK_ROOT": str(proj), "REPROBOOK_SSH_CONFIG": str(bed.ssh_config_path),
+            "REPROBOOK_RUNS": str(root / "runs"),
+            "REPROBOOK_GIT_BASE_URL": f"file://{GIT_MIRROR}/"}   # the authors' configs, from git
+
+
+@pytest.fixture
+def cluster(tmp_path, bed, monkeypatch):
+    env = standin_cluster(tmp_path, bed)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
     monkeypatch.delenv("REPROBOOK_HOSTS", raising=False)
-    return proj
+    return Path(env["REPROBOOK_ROOT"])
 
 
 def _generated(run, name: str) -> dict:
@@ -152,9 +162,7 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
     store = RunStore(project.settings.runs_dir)
     run = _wait_for(lambda: next((r for r in store.runs() if r.status == "running"), None), timeout=120,
                     what="a running run")
-    steps = project.hosts.host("control").workdir + f"/.reprobook/runs/{run.id}/steps"
-    from pathlib import Path
-    steps = Path(steps)
+    steps = Path(project.hosts.host("control").workdir + f"/.reprobook/runs/{run.id}/steps")
     _wait_for(lambda: steps.is_dir() and len(list(steps.glob("*-*.done"))) >= 1, timeout=240,
               what="the first point done")
     # the second point is under way (its third client, which the first has not, measuring): the reprobook

@@ -131,6 +131,25 @@ def _proc_table() -> dict[int, tuple[int, str, str]]:
     return table
 
 
+def _child_named(parent: int, names) -> int | None:
+    """The pid of a live child of ``parent`` whose command is one of ``names``, if any."""
+    for pid, (ppid, comm, state) in _proc_table().items():
+        if ppid == parent and comm in names and state != "Z":
+            return pid
+    return None
+
+
+def _done_within(pid: int, timeout: float) -> bool:
+    """Whether ``pid`` is gone (or a zombie) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stat = _stat(pid)
+        if stat is None or stat[2] == "Z":
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def _descendants(table: dict[int, tuple[int, str, str]], root: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
@@ -236,6 +255,12 @@ class SshServer:
         The ``authorized_keys`` file used for every user (``AuthorizedKeysFile``).
     port : int, optional
         Port to listen on; by default a free one, re-picked if taken at first start.
+    isolated : str, optional
+        A host name: the server then runs in a "machine" of its own, PID, mount and UTS namespaces
+        made with ``unshare`` and held by a small init, so that what its sessions start sees only
+        that host's processes (``ps``, ``pkill`` and ``kill`` by name reach no other host's), and
+        ``hostname`` says that name. The machine outlives restarts of its sshd; `shutdown` (and the
+        testbed's close) ends it and everything in it, as powering a machine off does.
 
     Notes
     -----
@@ -254,8 +279,10 @@ class SshServer:
     """
 
     def __init__(self, root, addr: str, authorized_keys, *, port: int | None = None,
-                 extra_config: Sequence[str] = ()):
+                 extra_config: Sequence[str] = (), isolated: str | None = None):
         self.extra_config = list(extra_config)
+        self.isolated = isolated
+        self._machine: subprocess.Popen | None = None
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         _check_path_is_plain(self.root)
@@ -295,8 +322,20 @@ class SshServer:
 
     @property
     def pid(self) -> int | None:
-        """Pid of the listening sshd, or None when it is not running."""
-        return self._proc.pid if self.running else None
+        """Pid of the listening sshd (as this machine's root namespace numbers it), or None when it is not running."""
+        if not self.running:
+            return None
+        if self.isolated is None:
+            return self._proc.pid
+        # nsenter forks the sshd into the host's PID namespace and waits for it
+        return _child_named(self._proc.pid, _SSHD_NAMES)
+
+    @property
+    def machine_pid(self) -> int | None:
+        """Pid of an isolated host's init (its PID namespace's process 1), or None."""
+        if self._machine is None or self._machine.poll() is not None:
+            return None
+        return _child_named(self._machine.pid, {"bash"})
 
     @property
     def host_key_pub(self) -> str:
@@ -372,14 +411,49 @@ class SshServer:
         self._may_repick_port = False
         return self
 
+    def _boot(self) -> int:
+        """Start the isolated host's machine (once) and return its init's pid."""
+        pid = self.machine_pid
+        if pid is not None:
+            return pid
+        if shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0:
+            raise SshdError("an isolated test host needs root and util-linux's unshare and nsenter")
+        # process 1 of the host: sets the host name, reaps orphans (bash waits for any child), ends on TERM
+        init = 'hostname "$1"; trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'
+        self._machine = subprocess.Popen(
+            ["unshare", "--pid", "--mount-proc", "--uts", "--kill-child=SIGKILL", "--", "bash", "-c", init,
+             "init", self.isolated], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while (pid := self.machine_pid) is None:
+            if self._machine.poll() is not None or time.monotonic() > deadline:
+                raise SshdError(f"the isolated host {self.isolated} did not start (unshare exited "
+                                f"{self._machine.poll()})")
+            time.sleep(0.01)
+        return pid
+
+    def shutdown(self) -> None:
+        """Stop the server and, for an isolated host, end its machine: every process in it is killed."""
+        self.stop()
+        init = self.machine_pid
+        machine, self._machine = self._machine, None
+        if machine is not None and machine.poll() is None:
+            machine.kill()   # unshare's --kill-child takes the host's process 1, and with it the namespace
+            machine.wait(10)
+        if init is not None and not _done_within(init, 10.0):
+            raise SshdError(f"the isolated host {self.isolated}'s init {init} outlived its machine for 10 s")
+
     def _spawn(self) -> None:
+        prefix = []
+        if self.isolated is not None:
+            prefix = ["nsenter", "--target", str(self._boot()), "--pid", "--mount", "--uts", "--"]
         with open(self.log_path, "ab") as log:
             # Absolute path: sshd refuses to re-exec itself otherwise. A new
             # session keeps a terminal's Ctrl-C from reaching it before the
             # fixtures stop it. -E appends sshd's own log; stdout/stderr catch
             # anything written before it is opened.
             self._proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.config_path), "-E", str(self.log_path)],
+                prefix + [SSHD, "-D", "-e", "-f", str(self.config_path), "-E", str(self.log_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -409,9 +483,15 @@ class SshServer:
             time.sleep(0.02)
 
     def _terminate(self, timeout: float) -> None:
+        inner = self.pid if self.isolated is not None else None
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if inner is not None:   # nsenter waits for the sshd it forked and passes no signal on
+            try:
+                os.kill(inner, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -561,23 +641,24 @@ class SshTestbed:
         return self._authorized_keys
 
     def add_host(self, alias: str, addr: str, *, trust: bool = True, port: int | None = None,
-                 extra_config: Sequence[str] = ()) -> SshServer:
+                 extra_config: Sequence[str] = (), isolated: bool = False) -> SshServer:
         """Start an sshd on `addr` and make it reachable as ``ssh -F ssh_config alias``.
 
         With ``trust=False`` its host key is left out of known_hosts, so a
         strict client refuses it as an unknown host. ``extra_config`` lines
-        are appended to its sshd_config.
+        are appended to its sshd_config. ``isolated`` runs it in namespaces of
+        its own, named ``alias`` (see `SshServer`).
         """
         if self._closed:
             raise SshdError("this SshTestbed is closed")
         if alias in self.servers:
             raise ValueError(f"host alias {alias!r} is already in the testbed")
         server = SshServer(self._root / "hosts" / alias, addr, self._authorized_keys, port=port,
-                           extra_config=extra_config)
+                           extra_config=extra_config, isolated=alias if isolated else None)
         try:
             server.start()
         except BaseException:
-            server.stop()
+            server.shutdown()
             raise
         self.servers[alias] = server
         with open(self._ssh_config, "a") as cfg:
@@ -625,7 +706,7 @@ class SshTestbed:
         errors = []
         for server in self.servers.values():
             try:
-                server.stop(kill_sessions=True)
+                server.shutdown()
             except Exception as exc:  # stop the others, then report
                 errors.append(f"{server!r}: {exc}")
         if self._owns_root:
@@ -695,5 +776,6 @@ def _stop_all_servers() -> None:
     for server in _started_servers:
         try:
             server.stop(kill_sessions=True, timeout=2.0)
+            server.shutdown()
         except Exception as exc:  # keep stopping the others; say so, nothing else will
             print(f"tests/support/sshd.py: could not stop {server!r} at exit: {exc}", file=sys.stderr)

@@ -84,7 +84,7 @@ def test_a_sweep_resumes_at_the_first_unfinished_point(tmp_path):
     assert "step 1-1/1: each [point 1/3: clients=1] [skipped: done in an earlier attempt]" in again.stdout
     assert [l.split()[0] for l in (rd / "ran").read_text().split("\n") if l] == ["1", "2", "2", "3"]
     assert (rd / "points" / "1-3.log").read_text().strip() == ""  # the point's output, teed (this one says nothing)
-    assert sorted(p.name for p in (rd / "steps").iterdir()) == ["1-1.done", "1-2.done", "1-3.done"]
+    assert sorted(p.name for p in (rd / "steps").glob("*.done")) == ["1-1.done", "1-2.done", "1-3.done"]
 
 
 def _project(tmp_path: Path, claim: dict, clusters: dict) -> object:
@@ -149,6 +149,10 @@ def test_progress_of_a_sweep_shows_points_done_of_total_and_the_current_point():
     st = JobStatus("r", "running", None, 1.0, None, 5.0, "2-3/2: run one setting [point 3/4: clients=6 duration=2.0]",
                    0, "", points_done=2)
     assert progress_words(st) == "2/4 points done, now clients=6 duration=2.0 | "
+    # once points are done, their measured time gives each point's time and the sweep's time left
+    timed = JobStatus("r", "running", None, 0.0, None, 10.0, "3-3/3: each [point 3/4: clients=6 duration=2.0]", 0,
+                      "", points_done=2, point_secs=(100.0, 140.0))
+    assert progress_words(timed) == "2/4 points done (2 min each, about 4 min left), now clients=6 duration=2.0 | "
     plain = JobStatus("r", "running", None, 1.0, None, 5.0, "1/2: build", 0, "")
     assert progress_words(plain) == "1/2: build | "
 
@@ -166,5 +170,26 @@ def test_the_expected_end_moves_with_the_steps_skipped_and_the_points_done(tmp_p
     assert expected_left_s(paper, make_plan(claim), "2/3: once") == (1 + 3 * 2) * 60  # the build was skipped or quick
     # in the sweep: the current point and those not started; fewer clients, fewer points
     assert expected_left_s(paper, make_plan(claim), "3-2/3: each [point 2/3: clients=2]", points_done=1) == 2 * 2 * 60
+    # measured: the points done so far took 30 s each, so the two left take a minute, whatever the guide said
+    assert expected_left_s(paper, make_plan(claim), "3-2/3: each [point 2/3: clients=2]", points_done=1,
+                           point_s=30.0) == 2 * 30
     assert expected_left_s(paper, make_plan(claim, {"clients": [8]}), "3-1/3: each", points_done=0) == 2 * 60
     assert expected_left_s(paper, make_plan(claim), "") is None and expected_left_s(paper, make_plan(claim), "9/3: what") is None
+
+
+def test_the_status_script_reports_the_time_of_each_point_done(tmp_path):
+    """The job's status script (run here by bash on a run directory as a host has it) reads the seconds
+    each finished sweep point took, which the step runner writes beside its done mark."""
+    import subprocess
+
+    from reprobook.remote.jobs import _STATUS, _parse_status
+    run = tmp_path / "run"
+    (run / "steps").mkdir(parents=True)
+    for name, secs in (("1", 300), ("3-1", 42), ("3-2", 58)):   # a setup step, then two points of the sweep
+        (run / "steps" / f"{name}.done").write_text("hash\n")
+        (run / "steps" / f"{name}.secs").write_text(f"{secs}\n")
+    (run / "log").write_text("### reprobook step 3-3/3: each [point 3/5: clients=8]\nrunning\n")
+    out = subprocess.run(["bash", "-c", _STATUS, "status", str(run), "5"], capture_output=True, text=True,
+                         check=True).stdout
+    st = _parse_status("r", out)
+    assert st.points_done == 2 and st.point_secs == (42.0, 58.0) and st.point_s == 50.0

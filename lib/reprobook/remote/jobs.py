@@ -106,6 +106,7 @@ echo "now=$(date +%s)"
 echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
 # only the log's last MiB is searched for the current step: a log of gigabytes costs no more than a small one
 echo "points_done=$(ls steps 2>/dev/null | grep -c -- '-[0-9]*\.done$' || true)"
+echo "point_secs=$(cat steps/*-*.secs 2>/dev/null | tr '\n' ' ')"
 echo "step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1 | cut -c 20-200)"
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
@@ -128,6 +129,12 @@ class JobStatus:
     log_bytes: int
     log_tail: str
     points_done: int = 0    # points of a sweep finished (in this attempt or an earlier one)
+    point_secs: tuple[float, ...] = ()   # how long each of them took
+
+    @property
+    def point_s(self) -> float | None:
+        """The mean time of the sweep's points done so far, or None before the first."""
+        return sum(self.point_secs) / len(self.point_secs) if self.point_secs else None
 
     @property
     def done(self) -> bool:
@@ -173,7 +180,8 @@ def _parse_status(run_id: str, text: str) -> JobStatus:
     else:
         state = "lost"
     return JobStatus(run_id, state, exit_code, num("started"), num("ended"), num("now"), kv.get("step", ""),
-                     int(num("log_bytes") or 0), tail, int(num("points_done") or 0))
+                     int(num("log_bytes") or 0), tail, int(num("points_done") or 0),
+                     tuple(float(x) for x in kv.get("point_secs", "").split() if x.isdigit()))
 
 
 _POINT = re.compile(r"\[point (\d+)/(\d+): ([^\]]*)\]")
@@ -186,7 +194,16 @@ def progress_words(st: JobStatus) -> str:
     m = _POINT.search(st.step)
     if not m:
         return st.step + " | "
-    return f"{st.points_done}/{m[2]} points done, now {m[3]} | "
+    timing = ""
+    if st.point_s is not None and not st.done:
+        left = st.point_s * max(int(m[2]) - st.points_done, 0)
+        timing = f" ({_minutes(st.point_s)} each, about {_minutes(left)} left)"
+    return f"{st.points_done}/{m[2]} points done{timing}, now {m[3]} | "
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else \
+        f"{seconds / 3600:.1f} h"
 
 
 def _b64(text: str) -> str:

@@ -253,7 +253,7 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
     job = job or Job(host, run.id)
     paper, recorded = project.paper(claim.paper), make_plan(claim, run.manifest.get("parameters") or {})
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
-                  left_s=lambda st: expected_left_s(paper, recorded, st.step, st.points_done),
+                  left_s=lambda st: expected_left_s(paper, recorded, st.step, st.points_done, st.point_s),
                   progress=progress, title=claim.key)
     if members is None and run.manifest.get("placement"):
         members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)

@@ -131,14 +131,16 @@ rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in a
     return 1
   fi
   rb_force=1
-  rm -f "$RB_RUN_DIR/steps/$1.done"
+  rm -f "$RB_RUN_DIR/steps/$1.done" "$RB_RUN_DIR/steps/$1.secs"
   echo "### reprobook step $1/$2: $3"
   rb_t0=$(date +%s)
   return 0
 }
 rb_end() {  # index hash
+  local secs; secs=$(( $(date +%s) - rb_t0 ))
+  printf '%s\n' "$secs" > "$RB_RUN_DIR/steps/$1.secs"   # a sweep point's time: the progress line's estimate
   printf '%s\n' "$2" > "$RB_RUN_DIR/steps/$1.done"
-  echo "### reprobook: step $1 done in $(( $(date +%s) - rb_t0 )) s"
+  echo "### reprobook: step $1 done in $secs s"
 }
 rb_checkout() {  # url commit dir [excluded path pattern...]
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
@@ -294,10 +296,13 @@ def step_plan(paper: Paper, claim: Claim) -> list[tuple[str, Step | None]]:
 _STEP_NUMBER = re.compile(r"(\d+)(?:-\d+)?/(\d+)\b")
 
 
-def expected_left_s(paper: Paper, plan: RunPlan, step: str, points_done: int = 0) -> float | None:
+def expected_left_s(paper: Paper, plan: RunPlan, step: str, points_done: int = 0,
+                    point_s: float | None = None) -> float | None:
     """Seconds a run is expected to need from its current ``step`` on (a job's step line, ``"5/10: …"`` or
     ``"10-2/10: …"``): that step in full (in a sweep, its points not done yet) and every later one, from
-    the steps' ``expected_minutes``. None when ``step`` names no step or no step says how long it takes.
+    the steps' ``expected_minutes``; ``point_s``, the measured mean time of the points done so far,
+    stands for the sweep step's own guess once there is one. None when ``step`` names no step or no
+    step says how long it takes.
 
     The claim's total counts every step as if it ran cold; a run whose first steps were skipped (done in
     an earlier attempt) or fast (a warm build) is expected to end this much after where it is now.
@@ -309,7 +314,9 @@ def expected_left_s(paper: Paper, plan: RunPlan, step: str, points_done: int = 0
     k, points = int(m[1]), len(plan.sweep)
     left = 0.0
     for i, (_, s) in enumerate(steps[k - 1:], k):
-        if s is not None and s.expected_minutes:
+        if s is not None and s.sweep and point_s:
+            left += point_s * max(points - (points_done if i == k else 0), 1)
+        elif s is not None and s.expected_minutes:
             runs = max(points - (points_done if i == k else 0), 1) if s.sweep else 1
             left += s.expected_minutes * 60 * runs
     return left
