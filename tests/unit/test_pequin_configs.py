@@ -335,3 +335,24 @@ def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_
     small_control = {**small_server, "control": {"cpus": 1}, "us-east-1-0": {"cpus": 8}}
     assert adapt(claim.adaptations, {}, small_control, roles) == ({}, [])
     assert not any(d.kind == "small host" for d in claim.deviations_for({}))
+
+
+@pytest.mark.parametrize("config, labels, words", [
+    ("experiment-configs/Peloton/TPCC/1-LAN/Peloton-HS-TPCC-20wh.json", None,
+     r"pesto/rehearsal-pesto: Peloton-HS needs 4 server hosts \(HotStuff's 3f\+1 replicas with f = 1.*gives 1 "
+     r"\(us-east-1-0\)"),
+    ("experiment-configs/Postgres/primary-backup/PG-TPCC.json", None, "Postgres-PB needs 2 server hosts"),
+    ("experiment-configs/Pesto/2-Microbenchmarks/2-Snapshot/Uniform-Eager.json", {"system": "Peloton-XS"},
+     "pesto/rehearsal-pesto: the config names an unknown system 'Peloton-XS'"),
+])
+def test_a_system_the_placement_cannot_hold_is_refused_before_anything_starts(tmp_path, monkeypatch, config, labels,
+                                                                             words):
+    from reprobook.papers.pesto.pequin import cluster_configs
+    from reprobook.remote.placement import Placement
+    project = _project_from_git(tmp_path, monkeypatch)
+    claim = project.claim("pesto/rehearsal-pesto")
+    placement = Placement({"control": ("local",), "server": ("us-east-1-0",),
+                           "client": ("client-0-0", "client-0-1")}, "control")
+    with pytest.raises(ConfigError, match=words):
+        cluster_configs(project, claim, make_plan(claim, {"scale": "rehearsal"}).params, placement, config=config,
+                        labels=labels, facts={})

@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 
 from reprobook.core import artifacts
 from reprobook.errors import ConfigError
+from reprobook.papers.pesto import systems
 
 CLIENT_KEYS = ("client_total", "client_processes_per_client_node", "client_threads_per_process")
 """The keys of one client setting, in the guide's order."""
@@ -591,6 +592,10 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                           f"needs {', '.join(expected)}, not {', '.join(client_hosts)}")
     ref = artifacts.ArtifactRef(repo.slug, repo.commit, config)
     original = artifacts.resolve(ref, project.settings)
+    # the system the config runs (or the one its labels name) must fit the placement: refused before anything starts
+    named = (labels or {}).get("system")
+    which = systems.system(named, claim=claim.key) if named else systems.system_of(load_config(original), source=config)
+    systems.check_placement(claim.key, which.name, placement.roles)
     user = users.pop() if users else "root"
     points = params[sweep]
     out = []
