@@ -79,8 +79,10 @@ def cluster():
     started: list[str] = []
     try:
         with SshTestbed(LIVE_DIR / "ssh") as bed:
+            # isolated: the harness's `ps aux | grep -i server | ... | xargs kill -9` stays on each host's own
+            # processes instead of reaching every "server" on this machine (a Jupyter server, say)
             for name, addr in HOSTS.items():
-                bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"])
+                bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"], isolated=True)
             hosts = {"hosts": {n: {"ssh": n, "workdir": str(LIVE_DIR / "work" / n)} for n in HOSTS},
                      "clusters": {"rehearsal": {"roles": {"control": ["control"], "server": ["us-east-1-0"],
                                                           "client": ["client-0-0", "client-0-1"]}}}}

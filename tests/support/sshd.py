@@ -258,8 +258,8 @@ class SshServer:
     isolated : str, optional
         A host name: the server then runs in a "machine" of its own, PID, mount and UTS namespaces
         made with ``unshare`` and held by a small init, so that what its sessions start sees only
-        that host's processes (``ps``, ``pkill`` and ``kill`` by name reach no other host's), and
-        ``hostname`` says that name. The machine outlives restarts of its sshd; `shutdown` (and the
+        that host's processes (``ps``, ``pkill`` and ``kill`` by name reach no other host's, nor
+        anything else on this machine), has a ``/dev/shm`` of its own, and ``hostname`` says that name. The machine outlives restarts of its sshd; `shutdown` (and the
         testbed's close) ends it and everything in it, as powering a machine off does.
 
     Notes
@@ -418,8 +418,10 @@ class SshServer:
             return pid
         if shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0:
             raise SshdError("an isolated test host needs root and util-linux's unshare and nsenter")
-        # process 1 of the host: sets the host name, reaps orphans (bash waits for any child), ends on TERM
-        init = 'hostname "$1"; trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'
+        # process 1 of the host: sets the host name and gives it a /dev/shm of its own (the harness empties it),
+        # reaps orphans (bash waits for any child), ends on TERM
+        init = ('hostname "$1"; mount -t tmpfs -o mode=1777,size=1g tmpfs /dev/shm; '
+                'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done')
         self._machine = subprocess.Popen(
             ["unshare", "--pid", "--mount-proc", "--uts", "--kill-child=SIGKILL", "--", "bash", "-c", init,
              "init", self.isolated], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
