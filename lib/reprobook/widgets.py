@@ -457,13 +457,14 @@ class Panel(w.VBox):
                 self._poll(status)
             self._worker.join(self.poll_s)
         self.cancel_button.disabled = True
-        self.attach_button.disabled = not self.claim.runs_live
-        self._launchable()
         run_id = self.run_id or (outcome["run"].id if "run" in outcome else None)
         self.run_id = run_id
         if run_id:
             self._poll(status)
+        # the list of runs first: attach is offered once there is the ended run to choose
         self._list_runs()
+        self.attach_button.disabled = not self.claim.runs_live
+        self._launchable()
         self._show_host()
         if "error" in outcome:
             exc = outcome["error"]

@@ -98,6 +98,8 @@ def test_launch_watch_cancel_then_a_run_to_its_verdict(lab, fixture):
 
         # attach to the recorded run: it is over, and the panel says how it ended
         page.wait_for_function("() => !document.querySelector('button.reprobook-attach').disabled", timeout=30_000)
+        page.wait_for_function("() => document.querySelectorAll('.reprobook-runs select option').length > 0",
+                               timeout=30_000)
         runs = [t.replace("\xa0", " ") for t in page.locator(".reprobook-runs select option").all_inner_texts()]
         assert len(runs) == 1 and runs[0].startswith(f"{run_id} — cancelled, node1")  # the newest is chosen
         page.evaluate("() => { document.querySelector('.reprobook-status .widget-html-content').innerHTML = ''; }")
