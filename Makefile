@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto
+.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto live-pmlog
 
 setup: $(VENV)/.installed notebook-filter
 
@@ -47,6 +47,11 @@ lint-imports: setup
 # after) and the Pesto and TAPIR rehearsals run through the authors' harness on four loopback sshd hosts (needs root).
 live-pesto: setup system-deps
 	REPROBOOK_LIVE_PESTO=1 $(BIN)/pytest -s tests/live/test_pesto_live.py
+
+# Opt-in, not part of `make test`: Verus's persistent-memory log (Fig 13) at rehearsal scale, for real: verified-storage's
+# benchmark built with cargo in a loopback guest and run with the persistent memory on tmpfs (about ten minutes; needs root).
+live-pmlog: setup system-deps
+	REPROBOOK_LIVE_PMLOG=1 $(BIN)/pytest -s tests/live/test_pmlog_live.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks

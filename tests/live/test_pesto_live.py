@@ -48,7 +48,7 @@ from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(4 * 3600)]
 LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-pesto"))
-HOSTS = {"control": "127.0.0.60", "us-east-1-0": "127.0.0.61", "client-0-0": "127.0.0.62", "client-0-1": "127.0.0.63"}
+HOSTS = {"control": "127.0.0.100", "us-east-1-0": "127.0.0.101", "client-0-0": "127.0.0.102", "client-0-1": "127.0.0.103"}
 MARK = "# reprobook live-pesto: the loopback cluster's names (removed when the run ends)"
 _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[point .*\])?$")
 FOURTH = r"^\S*/bin-nfs/bin/benchmark --client_id 3 "

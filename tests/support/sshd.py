@@ -418,9 +418,9 @@ class SshServer:
             return pid
         if shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0:
             raise SshdError("an isolated test host needs root and util-linux's unshare and nsenter")
-        # process 1 of the host: sets the host name and gives it a /dev/shm of its own (the harness empties it),
-        # reaps orphans (bash waits for any child), ends on TERM
-        init = ('hostname "$1"; mount -t tmpfs -o mode=1777,size=1g tmpfs /dev/shm; '
+        # process 1 of the host: sets the host name and gives it a /dev/shm of its own (the harness empties it; 4 GiB
+        # at most, room for the persistent-memory log's file), reaps orphans (bash waits for any child), ends on TERM
+        init = ('hostname "$1"; mount -t tmpfs -o mode=1777,size=4g tmpfs /dev/shm; '
                 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done')
         self._machine = subprocess.Popen(
             ["unshare", "--pid", "--mount-proc", "--uts", "--kill-child=SIGKILL", "--", "bash", "-c", init,

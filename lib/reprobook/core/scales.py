@@ -528,6 +528,21 @@ def _shell_template(line: str) -> str:
     return "".join(parts) or "''"
 
 
+KEEP_TIMES_FUNCTIONS = r"""rb_kept=$(mktemp -d)
+rb_keep_times() {  # file...: a copy of each (with its time stamp) before the patches
+  local f i=0
+  for f; do i=$((i + 1)); if [ -f "$f" ]; then cp -p -- "$f" "$rb_kept/$i"; fi; done
+}
+rb_restore_times() {  # file...: each that ended as it began gets its time stamp back
+  local f i=0
+  for f; do
+    i=$((i + 1))
+    if [ -f "$rb_kept/$i" ] && cmp -s -- "$rb_kept/$i" "$f"; then touch -r "$rb_kept/$i" -- "$f"; fi
+  done
+  rm -rf "$rb_kept"
+}"""
+
+
 APPLY_FUNCTION = r"""rb_apply() {  # dir name wanted(1|0) < diff: the recorded patch applied (once) or taken back
   local dir=$1 name=$2 want=$3 p
   p=$(mktemp); cat > "$p"
@@ -563,8 +578,13 @@ def patch_step(patches: Iterable[SourcePatch | RecordedPatch], paper: Mapping[st
     templated = [p for p in patches if isinstance(p, SourcePatch)]
     recorded = [p for p in patches if isinstance(p, RecordedPatch)]
     lines, what, notes = [], [], []
+    files = " ".join(shlex.quote(f) for f in dict.fromkeys(p.file for p in templated))
     if templated:
         lines.append(PATCH_FUNCTION)
+        # a file a recorded patch also changes is rewritten twice (restored as committed, then patched again): if it
+        # ends as it was, it gets its time stamp back, so that a build does not redo what it did
+        lines.append(KEEP_TIMES_FUNCTIONS)
+        lines.append(f"rb_keep_times {files}")
         for p in templated:
             args = " ".join(f"{shlex.quote(fill(line, paper))} {_shell_template(line)}" for line in p.lines)
             lines.append(f"rb_patch {shlex.quote(p.file)} {args}")
@@ -583,6 +603,8 @@ def patch_step(patches: Iterable[SourcePatch | RecordedPatch], paper: Mapping[st
         notes.append("Each recorded patch (a diff kept under configs/, shown among the deviations) is applied with "
                      "git apply unless it is applied already; one a run does not want (its 'when' does not match) "
                      "is taken back, so runs with and without it share the checkout.")
+    if templated:
+        lines.append(f"rb_restore_times {files}")
     return {"name": "; ".join(what),
             "run": "\n".join(lines) + "\n",
             "note": "Generated from the claim's patches. " + " ".join(notes),

@@ -20,7 +20,8 @@ from reprobook.papers.verus import parsers as parse
 from reprobook.core.loaders import loader
 
 PMLOG_MIB_APPENDED = 8192
-"""MiB appended per iteration (``BYTES_TO_APPEND`` = 8 GiB in ``verif-storage-eval``)."""
+"""MiB appended per iteration by the guide's run (``BYTES_TO_APPEND`` = 8 GiB in ``verif-storage-eval``); a live
+run says its own with the parameter ``append_gib``."""
 PMLOG_LOGS = {"pmdk": "pmdk", "old": "initial", "verif": "latest"}
 """The experiment's log names -> Fig 13's: libpmemlog, the initial and the latest verified log."""
 IRONKV_COLUMNS = ["Language", "Threads", "Seconds", "Workload", "Number of keys", "Value size",
@@ -145,7 +146,8 @@ def pmlog(outputs) -> pd.DataFrame:
     ``<log>,<µs to append 8 GiB>,`` (``artifact_eval/experiment/run.sh``); the sizes
     run 128 B to 256 KiB, Fig 13's 0.125–256 KiB axis (``run.sh`` passes bytes). As
     ``plot_verif_comparison.py`` does, each iteration's throughput is
-    8192 MiB / seconds; the mean and the population standard deviation are over
+    8192 MiB / seconds (a live run's ``append_gib`` × 1024 MiB, when it appended
+    another amount); the mean and the population standard deviation are over
     iterations, and ``mib_per_s_ci95`` is the plot's error bar (Student t at 95 %
     with that standard deviation as scale).
 
@@ -154,7 +156,8 @@ def pmlog(outputs) -> pd.DataFrame:
     """
     raw = pd.concat([_pmlog_file(path) for path in
                      _expand(_required(outputs, "results"), "results_*.csv")], ignore_index=True)
-    raw["mib_per_s"] = PMLOG_MIB_APPENDED / (raw["us"] / 1e6)
+    appended = _pmlog_mib_appended(outputs)
+    raw["mib_per_s"] = appended / (raw["us"] / 1e6)
     groups = raw.groupby(["append_bytes", "log"], sort=False)["mib_per_s"]
     out = groups.agg(mib_per_s="mean", mib_per_s_std=lambda s: s.std(ddof=0),
                      iterations="size").reset_index()
@@ -280,6 +283,21 @@ def _only(paths: list[Path], name: str, outputs) -> Path:
         raise OutputError(f"expected one file for output {name!r}, found {len(paths)}",
                           file=outputs.location or name)
     return paths[0]
+
+
+def _pmlog_mib_appended(outputs) -> float:
+    """The MiB each log appended per iteration: the run's ``append_gib`` (a live run), else the guide's 8 GiB."""
+    value = (getattr(outputs, "parameters", None) or {}).get("append_gib")
+    if value is None:
+        return PMLOG_MIB_APPENDED
+    try:
+        gib = float(value)
+    except (TypeError, ValueError):
+        gib = 0.0
+    if not gib > 0:
+        raise OutputError(f"the run's parameter append_gib is {value!r}, not a positive number of GiB",
+                          file=getattr(outputs, "location", None) or "parameters", field="append_gib")
+    return gib * 1024
 
 
 def _pmlog_file(path: Path) -> pd.DataFrame:
