@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 _LAZY = {**{name: "api" for name in ("check", "claim", "compare", "describe", "deviations", "evaluate", "evidence",
                                      "glue_verdict", "judge",
                                      "import_run", "facts_script", "load", "obtain", "plan", "plot", "project", "published",
+                                     "rehearsal",
                                      "tolerance")},
          **{name: "core.checks" for name in ("ClaimVerdict", "Verdict")},
          "run_all": "pool",

@@ -311,6 +311,62 @@ class Evaluation:
     verdict: checks.ClaimVerdict
 
 
+def latest_rehearsal(claim: Claim) -> sources.Outputs | None:
+    """The outputs of the latest successful live run of ``claim`` at its ``rehearsal`` scale, whatever its other
+    parameters (None when the claim has no such scale or no such run can be loaded)."""
+    from reprobook.core.runs import RunStore
+    from reprobook.core.scales import REHEARSAL
+    if REHEARSAL not in claim.scales:
+        return None
+    settings = project().settings
+    for run in RunStore(settings.runs_dir).candidates(claim, sources=("live",)):
+        if (run.manifest.get("scale") or (run.manifest.get("parameters") or {}).get("scale")) != REHEARSAL:
+            continue
+        try:
+            outputs = sources.from_run(claim, run, redact_hosts=settings.redact_hosts)
+            if sources.load_error(claim, outputs) is None:
+                return outputs
+        except ReprobookError:
+            continue   # a run whose files changed since, or cannot be read: the next one
+    return None
+
+
+def rehearsal(claim: Claim) -> None:
+    """The latest rehearsal of the claim in the run store, beside the page's own numbers: when it ran and where,
+    its scale and deviations, its table, its plot and the verdict its own numbers give (not the page's verdict).
+
+    A rehearsal runs the whole pipeline at small sizes on a small host; its numbers say that the experiment
+    runs end to end, and what the checks a rehearsal can judge make of them. Without one, says how to make one.
+    """
+    from IPython.display import Markdown, display
+    from reprobook.book.text import code, markdown_str
+    from reprobook.core.scales import REHEARSAL
+    if REHEARSAL not in claim.scales:
+        display(Markdown("This claim has no rehearsal scale."))
+        return
+    outputs = latest_rehearsal(claim)
+    if outputs is None:
+        command = code(f"reprobook run {claim.key} --source live --host HOST -p scale rehearsal "
+                       f"--allow-insufficient-host")
+        display(Markdown(markdown_str("No rehearsal of this claim is recorded in the run store. {} makes one (on a "
+                                      "small host, in minutes once built), and the page shows it here.", command)))
+        return
+    measured = load(claim, outputs)
+    before = _CHECKED.get(claim.key)
+    try:
+        verdict = check(claim, measured, outputs)
+    finally:   # the page's own verdict keeps its source (glue_verdict reads it)
+        if before is None:
+            _CHECKED.pop(claim.key, None)
+        else:
+            _CHECKED[claim.key] = before
+    display(Markdown(markdown_str("**The rehearsal:** {}. **Its own verdict:** {} ({}).", outputs.label,
+                                  verdict.wording or verdict.verdict.value, verdict.reason)))
+    display(deviations(claim, outputs))
+    display(measured.round(3))
+    plot(claim, measured)
+
+
 def evaluate(key: str | Claim, source: str = "auto") -> Evaluation:
     """Obtain, load and check in one call (what the summary page does for every claim)."""
     c = claim(key) if isinstance(key, str) else key

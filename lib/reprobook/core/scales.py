@@ -91,6 +91,8 @@ from reprobook.core.requirements import Requirements, parse_requirements, shortf
 
 PAPER = "paper"
 """The scale of the guide's own sizes: every claim with scales has it."""
+REHEARSAL = "rehearsal"
+"""The scale that tries the whole pipeline at small sizes on a small host (a page shows its latest run beside its own)."""
 TOOLCHAIN_MARKER = "### reprobook toolchain:"
 """The job log line by which a step names the toolchain it used (``### reprobook toolchain: go: go1.26.8``)."""
 
