@@ -40,7 +40,8 @@ from reprobook.core.config import load_project
 from reprobook.core.loaders import load
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
-from tests.integration.conftest import GIT_MIRROR, ROOT
+from tests.integration.conftest import ROOT
+from tests.support.gitmirror import GIT_MIRROR, repaired_copy
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(3600)]
@@ -55,14 +56,7 @@ _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[
 def _mirror(root: Path) -> Path:
     """A mirror of the three repositories the claim checks out, verified-storage's with a ``refs/`` directory."""
     mirror = root / "mirror" / "github.com"
-    fixed = mirror / "microsoft" / "verified-storage.git"
-    if not (fixed / "refs").is_dir():
-        shutil.rmtree(fixed, ignore_errors=True)
-        shutil.copytree(GIT_MIRROR / "microsoft" / "verified-storage.git", fixed)
-        for d in (fixed, *fixed.rglob("*")):
-            d.chmod(d.stat().st_mode | 0o200)
-        (fixed / "refs" / "heads").mkdir(parents=True)
-        (fixed / "refs" / "tags").mkdir()
+    repaired_copy("microsoft/verified-storage.git", mirror / "microsoft" / "verified-storage.git")
     for repo in ("verus-lang/verus.git", "verus-lang/paper-sosp24-artifact"):
         link = mirror / repo
         if not link.exists():
@@ -93,21 +87,14 @@ def pm(tmp_path_factory):
                                        "git_url_rewrites": {"https://github.com/": f"{mirror}/"}}}}
         (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
         # the runs go to the project's run store, so that `make book` afterwards shows the run on the claim's page
-        env = {"REPROBOOK_ROOT": str(ROOT), "REPROBOOK_HOSTS": str(tmp / "hosts.yaml"),
-               "REPROBOOK_SSH_CONFIG": str(bed.ssh_config_path)}
-        saved = {k: os.environ.get(k) for k in (*env, "REPROBOOK_VERDICT_FILE")}
-        os.environ.update(env)
-        os.environ.pop("REPROBOOK_VERDICT_FILE", None)
-        try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("REPROBOOK_ROOT", str(ROOT))
+            mp.setenv("REPROBOOK_HOSTS", str(tmp / "hosts.yaml"))
+            mp.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
+            mp.delenv("REPROBOOK_VERDICT_FILE", raising=False)
             yield {"bed": bed, "guest": guest, "workdir": workdir, "tmp": tmp,
                    "params": {"guest_host": guest.addr, "guest_port": guest.port, "guest_user": bed.user,
                               "guest_key": str(bed.client_key_path), "guest_dir": str(LIVE_DIR / "guest")}}
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def run_dir_time(run) -> float:

@@ -10,7 +10,6 @@ computing throughput from what a run appended.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,9 +21,9 @@ from reprobook.errors import OutputError
 from reprobook.remote.steps import param_env
 from reprobook.sources import Outputs
 from reprobook.core.plan import make_plan
+from tests.support.gitmirror import GIT_MIRROR, repaired_copy
 
 ROOT = Path(__file__).resolve().parents[2]
-MIRROR = ROOT.parent / "shared" / "git" / "github.com"
 ARTIFACTS = ROOT.parent / "shared" / "artifacts" / "github.com"
 COMMIT = "31b2256b06413c71245baf4b2bec9cea5b20e51b"
 SRC = "verified-storage/artifact_eval/experiment/verif-storage-eval/src"
@@ -64,15 +63,10 @@ def test_the_scales_and_the_deviations_each_brings(claim):
 @pytest.fixture
 def checkout(tmp_path):
     """verified-storage at the pinned commit, cloned from a copy of the mirror (whose refs/ directory is missing)."""
-    bare = MIRROR / "microsoft" / "verified-storage.git"
+    bare = GIT_MIRROR / "microsoft" / "verified-storage.git"
     if not bare.is_dir():
         pytest.skip(f"the git mirror {bare} is absent")
-    copy = tmp_path / "vs.git"
-    shutil.copytree(bare, copy)
-    for p in (copy, *copy.rglob("*")):
-        p.chmod(p.stat().st_mode | 0o200)
-    (copy / "refs" / "heads").mkdir(parents=True, exist_ok=True)
-    (copy / "refs" / "tags").mkdir(exist_ok=True)
+    copy = repaired_copy("microsoft/verified-storage.git", tmp_path / "vs.git")
     work = tmp_path / "work"
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(copy), str(work / "verified-storage")], check=True)
     subprocess.run(["git", "-C", str(work / "verified-storage"), "checkout", "-q", "--detach", COMMIT], check=True)
