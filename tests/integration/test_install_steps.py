@@ -53,6 +53,14 @@ NOT_RUN_HERE = {
     # copies into /usr/local/lib of the other hosts, over SSH, what the step before built here: it needs a placement
     # of several hosts, and is run by the Pesto rehearsal's own tests
     "ship the libraries built here, the keys and the harness's directories to the servers and clients",
+    # the persistent-memory log's steps drive a guest (a VM the host boots, or a machine already up): `make live-pmlog`
+    # runs them on a loopback guest where the packages step installs for real (llvm-dev and clang, the first time);
+    # booting the guide's VM (guest=qemu) needs the Ubuntu cloud image from the internet
+    "boot the guide's VM (guest=qemu), or check the running guest",
+    "in the guest: the packages the build needs, and Rust (rustup's 1.76.0, or the guest's own)",
+    "reserve the persistent memory: memmap=8G!4G and a reboot (guest=qemu), or check the device or directory",
+    "in the guest: append with the three logs, `iterations` times, at one append size (run.sh's loop)",
+    "copy the results from the guest to the host; shut the VM down (guest=qemu)",
 }
 # programs a bare host lacks until the steps install them (left out of the PATH)
 ABSENT = {"cmake", "g++", "c++", "make", "autoconf", "automake", "libtoolize", "numactl", "protoc", "docker",

@@ -180,7 +180,10 @@ def test_the_plot_spec_schema_takes_facets_and_names_an_unknown_key(tmp_path, ro
     spec = yaml.safe_load((root / "configs/papers/verus.yaml").read_text())
     plot = next(c for c in spec["claims"] if c["id"] == "node-replication")["plot"][0]
     assert plot["col"] == "write_pct" and plot["sharey"] is False
-    path = tmp_path / "verus.yaml"
+    import shutil
+    shutil.copytree(root / "configs/patches", tmp_path / "configs/patches")  # the recorded patches it names
+    path = tmp_path / "configs/papers/verus.yaml"
+    path.parent.mkdir(parents=True)
     plot.update(row="system", wrap=2)
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     assert load_paper(path).claims["node-replication"].plots[0]["row"] == "system"
