@@ -311,26 +311,6 @@ class Evaluation:
     verdict: checks.ClaimVerdict
 
 
-def latest_rehearsal(claim: Claim) -> sources.Outputs | None:
-    """The outputs of the latest successful live run of ``claim`` at its ``rehearsal`` scale, whatever its other
-    parameters (None when the claim has no such scale or no such run can be loaded)."""
-    from reprobook.core.runs import RunStore
-    from reprobook.core.scales import REHEARSAL
-    if REHEARSAL not in claim.scales:
-        return None
-    settings = project().settings
-    for run in RunStore(settings.runs_dir).candidates(claim, sources=("live",)):
-        if (run.manifest.get("scale") or (run.manifest.get("parameters") or {}).get("scale")) != REHEARSAL:
-            continue
-        try:
-            outputs = sources.from_run(claim, run, redact_hosts=settings.redact_hosts)
-            if sources.load_error(claim, outputs) is None:
-                return outputs
-        except ReprobookError:
-            continue   # a run whose files changed since, or cannot be read: the next one
-    return None
-
-
 def rehearsal(claim: Claim) -> None:
     """The latest rehearsal of the claim in the run store, beside the page's own numbers: when it ran and where,
     its scale and deviations, its table, its plot and the verdict its own numbers give (not the page's verdict).
@@ -344,7 +324,7 @@ def rehearsal(claim: Claim) -> None:
     if REHEARSAL not in claim.scales:
         display(Markdown("This claim has no rehearsal scale."))
         return
-    outputs = latest_rehearsal(claim)
+    outputs = sources.latest_rehearsal(project(), claim)
     if outputs is None:
         command = code(f"reprobook run {claim.key} --source live --host HOST -p scale rehearsal "
                        f"--allow-insufficient-host")

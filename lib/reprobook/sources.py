@@ -332,6 +332,35 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     return run
 
 
+def _loadable(project: Project, claim: Claim, run: Run) -> tuple[Outputs | None, str | None]:
+    """``run``'s outputs and None, or (None or the outputs, why its loader cannot read them), the run's files named
+    by their place in the run."""
+    try:
+        outputs = from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+        why = load_error(claim, outputs)
+    except ReprobookError as exc:
+        outputs, why = None, exc.message
+    if why is not None:
+        why = why.replace(f"{run.path}{os.sep}", "").replace(str(run.path), f"run {run.id}")
+    return outputs, why
+
+
+def latest_rehearsal(project: Project, claim: Claim) -> Outputs | None:
+    """The outputs of the latest successful live run of ``claim`` at its ``rehearsal`` scale, whatever its other
+    parameters (None when the claim has no such scale or no such run can be loaded; an unreadable one is passed
+    over)."""
+    from reprobook.core.scales import REHEARSAL
+    if REHEARSAL not in claim.scales:
+        return None
+    for run in RunStore(project.settings.runs_dir).candidates(claim, sources=("live",)):
+        if (run.manifest.get("scale") or (run.manifest.get("parameters") or {}).get("scale")) != REHEARSAL:
+            continue
+        outputs, why = _loadable(project, claim, run)
+        if why is None:
+            return outputs
+    return None
+
+
 def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",
            params: Mapping | None = None, new: bool = False, allow_insufficient: bool = False,
            progress: bool = True) -> Outputs:
@@ -342,13 +371,7 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
         for run in store.candidates(claim, params=make_plan(claim, params).params):
             # a run its loader cannot read (a file changed since, or stored before imports were checked) is passed
             # over, saying so: the next good one gives the verdict
-            try:
-                outputs = from_run(claim, run, redact_hosts=project.settings.redact_hosts)
-                why = load_error(claim, outputs)
-            except ReprobookError as exc:
-                why = exc.message
-            if why is not None:   # the run's files by their place in the run
-                why = why.replace(f"{run.path}{os.sep}", "").replace(str(run.path), f"run {run.id}")
+            outputs, why = _loadable(project, claim, run)
             if why is None:
                 if skipped:
                     outputs = replace(outputs, detail="; ".join(filter(None, [outputs.detail, *skipped])))

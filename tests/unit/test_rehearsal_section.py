@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobook import api
+from reprobook import api, sources
 from reprobook.core.plan import make_plan
 from reprobook.core.runs import RunStore
 
@@ -62,7 +62,8 @@ def test_the_newest_rehearsal_is_shown_with_its_own_verdict(mirror, shown):
     _run(store, claim, "new-rehearsal", files, scale="rehearsal", created="2026-02-01T00:00:00+00:00",
          iterations=3)
     _run(store, claim, "paper-run", files, scale="paper", created="2026-03-01T00:00:00+00:00")
-    assert api.latest_rehearsal(claim).run_id == "new-rehearsal"   # newest at that scale, other parameters aside
+    # the newest at that scale, other parameters aside
+    assert sources.latest_rehearsal(api.project(), claim).run_id == "new-rehearsal"
     api.rehearsal(claim)
     text = _text(shown)
     assert "**The rehearsal:** run new\\-rehearsal on host" in text and "**Its own verdict:**" in text  # escaped text
@@ -78,7 +79,7 @@ def test_a_run_whose_files_changed_is_passed_over(mirror, shown):
     _run(store, claim, "good", files, scale="rehearsal", created="2026-01-01T00:00:00+00:00")
     bad = _run(store, claim, "changed", files, scale="rehearsal", created="2026-02-01T00:00:00+00:00")
     (bad.path / "outputs/results/results_128.csv").write_text("pmdk,oops,\n")
-    assert api.latest_rehearsal(claim).run_id == "good"
+    assert sources.latest_rehearsal(api.project(), claim).run_id == "good"
 
 
 def test_without_a_rehearsal_the_page_says_how_to_make_one(shown):
