@@ -107,6 +107,14 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
         _settle(run, error=f"{exc.ename}: {exc.evalue}")
         raise ReprobookError((exc.evalue if ours else f"the notebook failed: {exc.ename}: {exc.evalue}")
                              + f"\n(the executed notebook, with the full traceback, is {out})") from None
+    except RuntimeError as exc:
+        if "Kernel didn't respond" not in str(exc):   # jupyter_client's words when the kernel never answered
+            _settle(run, error=f"RuntimeError: {exc}")
+            raise
+        _settle(run, error=str(exc))
+        raise ReprobookError(f"the notebook's Python kernel did not start: {exc}. It talks to this process over the "
+                             f"loopback interface (127.0.0.1): check that it is up, and that the kernel's Python "
+                             f"starts (python3 -m ipykernel --version).") from None
     except BaseException:
         _settle(run, error="interrupted while the notebook ran")
         raise
