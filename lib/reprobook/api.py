@@ -228,28 +228,38 @@ def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict |
     return frame.style.hide(axis="index").format(precision=3, na_rep="—")
 
 
-def plan(claim: Claim):
-    """The live run of the claim, step by step (commands, directories, expected times), as Markdown."""
+def plan(claim: Claim, params: Mapping | None = None):
+    """The live run of the claim with ``params`` (``{"scale": "rehearsal"}``; default: the paper's scale), step by
+    step (commands, directories, expected times), as Markdown. A scale with hosts and steps of its own
+    (`reprobook.core.config.Claim.at_scale`) shows those."""
     from IPython.display import Markdown
     from reprobook.remote.steps import step_plan
     paper = project().paper(claim.paper)
     lines = []
+    params = dict(params or {})
+    scale = claim.scale_of(params)
+    others = [s for s in claim.variants if s != scale]
+    claim = claim.at_scale(scale)
     if claim.runs_live:
         from reprobook.core.plan import make_plan
         where = "the host" if not claim.roles else f"the {claim.control_role} host"
-        lines += [f"**A live run** ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
+        at = f" at the {scale} scale" if others else ""
+        lines += [f"**A live run**{at} ({claim.expected_time or 'no time given by the guide'}) runs these steps on "
                   f"{where} as one detached job. A step that finished is not run again when a failed run is "
-                  "launched once more.", ""]
+                  "launched once more."
+                  + (f" At the {' and '.join(others)} scale the hosts and steps differ: "
+                     f"`rb.plan(claim, {{\"scale\": \"{others[0]}\"}})` shows them." if others else ""), ""]
         if claim.roles:
             lines += ["It takes a cluster of `configs/hosts.yaml` (`--host CLUSTER`, or `host=\"CLUSTER\"` here), "
                       "whose roles give these hosts; each is checked against its role before anything starts, and "
                       "all are held for the run:", ""]
             lines += [f"- **{r.name}**: {r.count_words}" + (f" — {r.description}" if r.description else "")
                       for r in claim.roles.values()] + [""]
-        points = make_plan(claim).sweep
+        points = make_plan(claim, params).sweep
         if claim.sweep_axes:
             lines += [f"The steps marked *sweep* run once per point of the sweep over "
-                      f"{' × '.join(f'`{a}`' for a in claim.sweep_axes)} ({len(points)} points by default), each "
+                      f"{' × '.join(f'`{a}`' for a in claim.sweep_axes)} ({len(points)} points with these "
+                      f"parameters), each "
                       f"point resumable on its own.", ""]
         if claim.inputs:
             lines += [f"Before it starts, `{claim.inputs['generator']}` derives the files the steps read from "

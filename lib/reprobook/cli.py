@@ -380,15 +380,33 @@ def cmd_check_host(args) -> int:
     return worst
 
 
+def _placed(project, claim, target: str):
+    """The claim at the first of its scales whose roles ``target`` fills (a rehearsal's cluster is smaller than the
+    paper's), and its placement; the paper scale's refusal when none fits."""
+    from reprobook.errors import ConfigError
+    from reprobook.remote.placement import place
+    first = None
+    for scale in (claim.scales or {None: None}):
+        at = claim.at_scale(scale)
+        try:
+            placement = place(project, at, target)
+        except ConfigError as exc:
+            first = first or exc
+            continue
+        if scale not in (None, "paper"):
+            print(f"{target}: judged by the roles of {claim.key} at its {scale} scale (the paper's take more hosts)")
+        return at, placement
+    raise first
+
+
 def _check_cluster(project, args) -> int:
     """check-host on a cluster: every host at once, judged by the roles it plays in the claim."""
     from reprobook.errors import ConfigError
-    from reprobook.remote.placement import PlacementRefused, place, survey
+    from reprobook.remote.placement import PlacementRefused, survey
     if not args.claim:
         raise ConfigError(f"{args.host} is a cluster: name the claim whose roles its hosts are judged by, "
                           f"with --claim PAPER/CLAIM")
-    claim = project.claim(args.claim)
-    placement = place(project, claim, args.host)
+    claim, placement = _placed(project, project.claim(args.claim), args.host)
     t0 = time.monotonic()
     try:
         sv = survey(project, claim, placement, allow_insufficient=True)

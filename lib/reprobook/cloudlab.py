@@ -211,13 +211,18 @@ def role_names(project, claim, scale: str = "paper") -> dict[str, list[str]]:
     """Each role of ``claim`` -> its hosts' names, as the harness expects them, at ``scale``.
 
     The names come from the role's ``cloudlab.names`` (the paper's scale); a rehearsal takes the
-    fewest hosts the role accepts. Roles without names are ``<role>`` (one host) or ``<role>-<i>``.
+    fewest hosts the role accepts. Roles without names are ``<role>`` (one host) or ``<role>-<i>``. A claim
+    whose scale gives roles of its own (`reprobook.core.config.Claim.at_scale`) is placed with those.
     """
+    return _role_names(project, claim.at_scale(scale), fewest=scale == "rehearsal")
+
+
+def _role_names(project, claim, *, fewest: bool) -> dict[str, list[str]]:
     roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
     out = {}
     for r, spec in roles.items():
         names = list(_cloudlab(project, claim, r).get("names") or ())
-        if scale == "rehearsal" or not names:
+        if fewest or not names:
             count = spec.min
         else:
             count = len(names) if spec.max is None else min(max(len(names), spec.min), spec.max)
@@ -227,7 +232,7 @@ def role_names(project, claim, scale: str = "paper") -> dict[str, list[str]]:
 
 def roles_for_claim(path: Path, project, claim, names: Sequence[str]) -> dict[str, list[str]]:
     """Map a manifest's node ``names`` onto ``claim``'s roles, or refuse naming the missing roles and counts."""
-    expected = role_names(project, claim, "paper")
+    expected = _role_names(project, claim, fewest=False)
     left = list(names)
     out: dict[str, list[str]] = {}
     roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
@@ -247,6 +252,20 @@ def roles_for_claim(path: Path, project, claim, names: Sequence[str]) -> dict[st
         raise _refuse(path, f"its nodes do not match the roles of {claim.key}: " + "; ".join(problems)
                       + (f"; nodes of no role: {', '.join(left)}" if left else ""))
     return out
+
+
+def _fit_scale(path: Path, project, claim, names: Sequence[str]):
+    """The claim at the first of its scales whose roles the manifest's nodes fill (a rehearsal's experiment has
+    fewer nodes than the paper's, `Claim.at_scale`), and the nodes by role; refused as at the paper's scale when
+    none fits."""
+    first = None
+    for scale in (claim.scales or {"paper": None}):
+        at = claim.at_scale(scale)
+        try:
+            return at, roles_for_claim(path, project, at, names)
+        except ManifestRefused as exc:
+            first = first or exc
+    raise first
 
 
 def read_roles_file(path: Path, names: Sequence[str]) -> dict[str, list[str]]:
@@ -545,7 +564,7 @@ def import_manifest(project, path, cluster: str, *, user: str | None = None, rol
     if roles_file:
         roles = read_roles_file(roles_file, names)
     elif claim is not None:
-        roles = roles_for_claim(path, project, claim, names)
+        claim, roles = _fit_scale(path, project, claim, names)
     else:
         roles = roles_from_names(names)
     written = write_cluster(project.hosts.path, cluster, manifest, roles, workdir=workdir,
@@ -611,8 +630,9 @@ def nodes_for_claim(project, claim, scale: str = "paper") -> list[RoleNodes]:
     if scale not in ("paper", "rehearsal"):
         raise ConfigError(f"--scale {scale!r}: paper or rehearsal")
     out = []
+    claim = claim.at_scale(scale)
     roles = dict(claim.roles) or {claim.control_role: claim.role(claim.control_role)}
-    at_paper_scale = role_names(project, claim, "paper")
+    at_paper_scale = _role_names(project, claim, fewest=False)   # every name the role has at this scale
     for r, names in role_names(project, claim, scale).items():
         cl = _cloudlab(project, claim, r)
         reqs = roles[r].requires or claim.requires

@@ -105,10 +105,13 @@ def _hosts_needed(claim: Claim) -> int:
     return sum(role.min for role in claim.roles.values()) if claim.roles else 1
 
 
-def plan(project: Project, paper_id: str, hosts: Iterable[str], *, claims: Iterable[str] | None = None) -> Plan:
+def plan(project: Project, paper_id: str, hosts: Iterable[str], *, claims: Iterable[str] | None = None,
+         params: Mapping[str, object] | None = None) -> Plan:
     """Probe ``hosts`` (in parallel) and give each live claim of ``paper_id`` a host that meets its requirements.
 
-    Raises `ConfigError` for an unknown paper, claim or host, or when no claim of the paper runs live.
+    ``params`` (``{"scale": "rehearsal"}``) are the run's: each claim is placed as it runs at the scale they give
+    it (`Claim.at_scale`: a rehearsal may need fewer hosts than the paper's run). Raises `ConfigError` for an
+    unknown paper, claim or host, or when no claim of the paper runs live.
     """
     from reprobook.remote.hosts import open_host
     from reprobook.core.requirements import shortfalls
@@ -118,6 +121,8 @@ def plan(project: Project, paper_id: str, hosts: Iterable[str], *, claims: Itera
         raise ConfigError("name the hosts of the pool: --hosts a,b,c (hosts of configs/hosts.yaml)")
     specs = [project.hosts.host(h) for h in names]  # an unknown name: a clear error, before any connection
     chosen = [paper.claim(c.split("/")[-1]) for c in claims] if claims else list(paper.claims.values())
+    given = dict(params or {})
+    chosen = [c.at_scale(given.get("scale")) if "scale" in c.parameters else c for c in chosen]
     live, not_live = [], {}
     for c in chosen:
         if not c.runs_live:
@@ -259,7 +264,7 @@ def run_all(paper: str, hosts: Iterable[str] | str, *, project: Project | None =
         project = current()
     hosts = hosts.split(",") if isinstance(hosts, str) else list(hosts)
     params = dict(params or {})
-    pool = plan(project, paper, hosts, claims=claims)
+    pool = plan(project, paper, hosts, claims=claims, params=params)
     known = {n for key in pool.assigned for n in project.claim(key).parameters}
     unknown = sorted(set(params) - known)
     if unknown:

@@ -1,8 +1,9 @@
 """The authors' harness for Pesto and TAPIR, unchanged, on a loopback cluster of four real sshd hosts.
 
-The rehearsal claims of the Pesto chapter (``pesto/rehearsal-tapir``, ``pesto/rehearsal-pesto``) are
-taken from the project's own paper file, with one change: instead of the 45-minute build, their
-setup puts STAND-IN binaries in place (`tests.support.pequin_harness`, a fixture: paced no-op
+Two claims of the Pesto chapter that run live (``pesto/basil-workloads``, whose rehearsal runs TAPIR on
+Retwis, and ``pesto/inconsistency``, whose rehearsal runs Pesto's U Ideal config) are taken from the
+project's own paper file and run at their rehearsal scale, with one change: instead of the 45-minute
+build, their rehearsal's setup puts STAND-IN binaries in place (`tests.support.pequin_harness`, a fixture: paced no-op
 clients in the real output format). Everything else is real: the Pequin checkout from the local git
 mirror with the recorded source fixes applied, the adaptation to this 2-CPU machine (the
 thread-pool fix, single-threaded Pesto), the configs generated from the authors' Tapir-Retwis.json
@@ -40,13 +41,19 @@ PEQUIN = GIT_MIRROR / "fsuri" / "Pequin-Artifact"
 FAST = {"scale": "rehearsal", "duration_s": 6, "ramp_s": 1, "load_s": 1}
 
 
+TAPIR, PESTO = "standin/basil-workloads", "standin/inconsistency"
+"""The claims whose rehearsals run here: TAPIR on Retwis, and Pesto's U Ideal config on rw-sql."""
+
+
 def standin_paper(src: str, root: str) -> dict:
-    """The project's rehearsal claims with the stand-in setup (keys only; the ship step is the real one)."""
+    """The project's claims that rehearse on a cluster of ours, their rehearsal's setup the stand-in's (keys only;
+    the ship step is the real one)."""
     real = yaml.safe_load((ROOT / "configs" / "papers" / "pesto.yaml").read_text())
-    claims = [c for c in real["claims"] if c["id"] in ("rehearsal-tapir", "rehearsal-pesto")]
+    claims = [c for c in real["claims"] if f"standin/{c['id']}" in (TAPIR, PESTO)]
     for c in claims:
-        ship = next(s for s in c["setup"] if s["name"].startswith("ship "))
-        c["setup"] = [{"name": "STAND-IN: key files where the configs name them (the real claim makes them with "
+        rehearsal = c["scales"]["rehearsal"]
+        ship = next(s for s in rehearsal["setup"] if s["name"].startswith("ship "))
+        rehearsal["setup"] = [{"name": "STAND-IN: key files where the configs name them (the real claim makes them with "
                                "create_key)",
                        "run": 'mkdir -p "$RB_ROOT/keys/donna" && touch "$RB_ROOT/keys/donna/0.pub"'}, ship]
         c["parameters"] = {**c["parameters"], "src_dir": {"default": src, "help": "the stand-in src"},
@@ -111,7 +118,7 @@ def _generated(run, name: str) -> dict:
 
 def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     project = load_project(cluster)
-    claim = project.claim("standin/rehearsal-pesto")
+    claim = project.claim(PESTO)
     run = perform(project, claim, "rehearsal", {**FAST, "clients": [4]}, progress=False, poll_s=0.5)
     assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
     m = run.manifest
@@ -136,30 +143,44 @@ def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     assert (run.path / "inputs" / "Uniform-Eager-c4.json.diff").read_text().startswith("---")
     # what the harness wrote, read two ways: its stats.json, and the clients' own outputs
     verdict, data = claim_verdict(claim, run)
-    assert list(data["client_total"]) == [4, 4] and set(data["source"]) == {"harness", "clients"}
-    assert list(data["client_processes"]) == [4, 4]  # two processes on each of the two client nodes
+    assert list(data["client_total"]) == [4] and list(data["config"]) == ["Uniform-Eager-c4"]
+    # labelled as the authors' config is (U Ideal), and the system as it ran: one server, no replication
+    assert (list(data["access"]), list(data["mode"]), list(data["system"])) == (["U"], ["Ideal"], ["Pesto-unreplicated"])
+    assert list(data["client_processes"]) == [4]  # two processes on each of the two client nodes
     assert (data["tput_tx_per_s"] > 0).all() and set(data["client_stats"]) == {"empty"}
-    assert verdict[:2] == ["holds", "holds"], verdict
+    assert (data["clients_tput_tx_per_s"] > 0).all()
+    assert rehearsal_verdicts(verdict) == ["holds", "holds", "inconclusive"], verdict
     # the stand-in server keeps no count of commits: the clients' whole-run count is there, the server's is not
-    clients = data[data["source"] == "clients"].iloc[0]
-    assert clients["clients_whole_run"] > clients["committed"] and clients["server_commits"] != clients["server_commits"]
-    assert verdict[2:] == ["inconclusive", "inconclusive"]  # and the guide's point needs the paper's scale, 8 cores
+    point = data.iloc[0]
+    assert point["clients_whole_run"] > point["clients_committed"] and point["server_commits"] != point["server_commits"]
+    # the knees' ratios need the paper's scale (and all six curves)
+    assert [v for w, v in verdict if w.startswith(("U:", "Z:"))] == ["inconclusive"] * 4
 
 
-def claim_verdict(claim, run) -> tuple[list[str], object]:
-    """Each check's verdict on the run's outputs, as the claim's page judges them, and the measured table."""
+def claim_verdict(claim, run) -> tuple[list[tuple[str, str]], object]:
+    """Each check's verdict on the run's outputs (what it checks, its verdict), as the claim's page judges them,
+    and the measured table."""
     from reprobook.api import check
     outputs = from_run(claim, run)
     data = load(claim, outputs)
-    return [r.verdict.value for r in check(claim, data, outputs).checks], data
+    return [(r.what, r.verdict.value) for r in check(claim, data, outputs).checks], data
+
+
+REHEARSAL_CHECKS = ("the clients commit transactions", "the transactions the clients printed", "the server's own count")
+"""The checks a run at any scale can judge (their ``what`` begins so), in the paper file's order."""
+
+
+def rehearsal_verdicts(verdict: list[tuple[str, str]]) -> list[str]:
+    """The verdicts of the checks a rehearsal judges."""
+    return [v for w, v in verdict if w.startswith(REHEARSAL_CHECKS)]
 
 
 def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(cluster, bed):
     project = load_project(cluster)
-    claim = project.claim("standin/rehearsal-tapir")
+    claim = project.claim(TAPIR)
     params = {**FAST, "clients": [2, 3]}
     code = ("from reprobook.core.config import load_project\nfrom reprobook.remote.live import perform\n"
-            "p = load_project(); c = p.claim('standin/rehearsal-tapir')\n"
+            f"p = load_project(); c = p.claim({TAPIR!r})\n"
             f"perform(p, c, 'rehearsal', {params!r}, new=True, progress=False, poll_s=0.3)\n")
     follower = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)
@@ -204,8 +225,8 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
     verdict, data = claim_verdict(claim, run)
     assert sorted(set(data["client_total"])) == [2, 3], data
     # each point's stats once: the finished one was not run again
-    assert data.groupby(["client_total", "source"]).size().max() == 1
-    assert verdict == ["holds", "holds"], verdict
+    assert data.groupby(["config", "client_total"]).size().max() == 1 and len(data) == 2
+    assert verdict == [(w, "holds") for w, _ in verdict] and len(verdict) == 2, verdict
     # TAPIR's config has no Pesto thread settings, even on a small host
     config = _generated(run, "Tapir-Retwis-c2.json")
     assert "multi_threading" not in json.dumps(config["replication_protocol_settings"])

@@ -1,6 +1,6 @@
 """STAND-IN binaries for the Pequin artifact's server and benchmark client (a FIXTURE, not Pesto or TAPIR).
 
-The rehearsal claims (``pesto/rehearsal-tapir``, ``pesto/rehearsal-pesto``) build the artifact from
+The rehearsals of ``pesto/basil-workloads`` and ``pesto/inconsistency`` build the artifact from
 source, a 45-minute build, and run the authors' own harness, ``run_multiple_experiments.py``, on a
 cluster. The tests run that real harness from the real checkout, unchanged, on loopback sshd hosts,
 with these stand-ins in place of the two binaries it starts:

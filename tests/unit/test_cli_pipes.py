@@ -65,7 +65,7 @@ def _commands(run_id: str, tmp_path) -> dict[str, list[list[str]]]:
         "import": [["import", "aardvark/archive-throughput", str(log), "--machine", "a 2-core VM"]],
         "report": [["report", "aardvark", "--out", str(tmp_path / "report")]],
         "new": [["new", "pipetest"]],
-        "cloudlab": [["cloudlab", "profile", "pesto/rehearsal-pesto"]],
+        "cloudlab": [["cloudlab", "profile", "pesto/inconsistency"]],
         "book": [["book", "--help"]],   # a real build takes minutes; its progress lines are covered by the book's tests
     }
 
@@ -117,7 +117,7 @@ def test_claims_and_runs_json_have_the_documented_fields(imported_run):
     claims = json.loads(_read_in_full(CLI + ["claims", "--json"]).stdout)
     fields = {"claim", "paper", "id", "title", "refs", "machine", "roles", "expected_minutes", "authors_outputs"}
     assert claims and all(set(c) == fields for c in claims)
-    pesto = next(c for c in claims if c["claim"] == "pesto/rehearsal-pesto")
+    pesto = next(c for c in claims if c["claim"] == "pesto/inconsistency")
     assert pesto["roles"] and pesto["expected_minutes"] > 0 and isinstance(pesto["machine"], list)
     assert {c["claim"] for c in json.loads(_read_in_full(CLI + ["claims", "aardvark", "--json"]).stdout)} == {
         c["claim"] for c in claims if c["paper"] == "aardvark"}

@@ -12,7 +12,7 @@ import pytest
 
 import reprobook as rb
 from reprobook import sources
-from reprobook.core.checks import Verdict, check_claim
+from reprobook.core.checks import Verdict, check_claim, applies
 from reprobook.core.config import load_project
 
 SMALL = sources.facts_from_flags(cores=1, os="Debian 12", memory_gib=1.0, smt="on", numa_nodes=1,
@@ -38,7 +38,9 @@ def test_a_small_machine_at_rehearsal_scale_judges_only_what_declares_it_may(roo
         scale = "rehearsal" if "rehearsal" in claim.scales else None
         v = check_claim(claim, _measured(project, claim), source="imported", scale=scale, host_facts=SMALL,
                         imported=True)
-        for spec, r in zip(claim.checks, v.checks):
+        specs = [spec for spec in claim.checks if applies(spec, scale)]
+        assert len(specs) == len(v.checks), claim.key
+        for spec, r in zip(specs, v.checks):
             declared = bool(spec.needs and spec.needs.judged_at and (scale or "paper") in spec.needs.allowed
                             and not spec.needs.requires)
             if declared:
@@ -51,9 +53,10 @@ def test_a_small_machine_at_rehearsal_scale_judges_only_what_declares_it_may(roo
                 assert r.reason.startswith("cannot be judged on this run: "), (claim.key, r.reason)
                 assert ("this run is at rehearsal scale" in r.reason or "the run's host needs" in r.reason
                         or "does not say" in r.reason), (claim.key, r.reason)
-    # the ten checks that say why they may be judged at rehearsal scale (the Pesto rehearsals' seven and the
+    # the ten checks that say why they may be judged at rehearsal scale (Aardvark's two comparisons of systems measured
+    # side by side, the five on the readings of one run of Pesto's stress test and Basil's workloads, and the
     # persistent-memory log's three ratios between logs of one run), and every other check of the 21 claims
-    assert seen == {"judged": 10, "not judged": seen["not judged"]} and seen["not judged"] >= 80, seen
+    assert seen == {"judged": 10, "not judged": seen["not judged"]} and seen["not judged"] >= 75, seen
 
 
 def test_an_imported_run_without_facts_names_what_it_does_not_say(root):

@@ -260,7 +260,7 @@ def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: d
 
 def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, monkeypatch):
     facts = {h: {"cpus": 2, "user": "evaluator"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
-    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-pesto", facts,
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/inconsistency", facts,
                                                     {"small_host": True})
     assert sorted(configs) == ["Uniform-Eager-c2.json", "Uniform-Eager-c4.json"]
     c = configs["Uniform-Eager-c4.json"]
@@ -291,18 +291,18 @@ def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, 
             ("multi_threading", "mainThreadDispatching", "parallel_reads", "parallel_queries")} == \
         dict.fromkeys(("multi_threading", "mainThreadDispatching", "parallel_reads", "parallel_queries"), False)
     # the labels the loader reads, and the diff against the authors' file
-    assert c["_reprobook_labels"]["system"] == "Pesto"
+    assert c["_reprobook_labels"] == {"experiment": "snapshot", "access": "U", "mode": "Ideal"}
     assert '-  "emulab_user": "fs435",' in made[1].diff and '+  "fault_tolerance": 0,' in made[1].diff
 
 
 def test_on_a_big_host_pins_keep_the_authors_cores_and_requests_stay_multi_threaded(tmp_path, monkeypatch):
     facts = {h: {"cpus": 16, "user": "root"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
-    _, _, configs, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-pesto", facts)
+    _, _, configs, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/inconsistency", facts)
     c = configs["Uniform-Eager-c2.json"]
     assert c["pin_server_processes"] == list(range(8))
     assert "multi_threading" not in c["replication_protocol_settings"][0] or \
         c["replication_protocol_settings"][0]["multi_threading"] is not False
-    _, _, tapir, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-tapir", facts, {"small_host": True})
+    _, _, tapir, _ = _cluster_inputs(tmp_path, monkeypatch, "pesto/basil-workloads", facts, {"small_host": True})
     t = tapir["Tapir-Retwis-c2.json"]
     assert t["client_num_keys"] == 10000 and t["replication_protocol"] == ["tapir"]
     assert "multi_threading" not in json.dumps(t["replication_protocol_settings"])  # TAPIR has no such threads
@@ -315,14 +315,14 @@ def test_on_a_big_host_pins_keep_the_authors_cores_and_requests_stay_multi_threa
 def test_a_placement_the_harness_cannot_name_is_refused_before_anything_starts(tmp_path, monkeypatch, clients,
                                                                               facts, words):
     with pytest.raises(ConfigError, match=words):
-        _cluster_inputs(tmp_path, monkeypatch, "pesto/rehearsal-tapir", facts, clients=clients)
+        _cluster_inputs(tmp_path, monkeypatch, "pesto/basil-workloads", facts, clients=clients)
 
 
 def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_path, monkeypatch):
     """The adaptation is decided from the server's facts only (a small control host does not matter)."""
     from reprobook.core.config import load_project
     from reprobook.core.scales import adapt
-    claim = load_project(ROOT).claim("pesto/rehearsal-pesto")
+    claim = load_project(ROOT).claim("pesto/inconsistency")
     roles = {"control": ("control",), "us-east-1-0": ("server",), "client-0-0": ("client",)}
     small_server = {"control": {"cpus": 16}, "us-east-1-0": {"cpus": 2}, "client-0-0": {"cpus": 16}}
     used, made = adapt(claim.adaptations, {"scale": "rehearsal"}, small_server, roles)
@@ -339,20 +339,51 @@ def test_a_server_with_fewer_than_three_cpus_gets_the_small_host_adaptation(tmp_
 
 @pytest.mark.parametrize("config, labels, words", [
     ("experiment-configs/Peloton/TPCC/1-LAN/Peloton-HS-TPCC-20wh.json", None,
-     r"pesto/rehearsal-pesto: Peloton-HS needs 4 server hosts \(HotStuff's 3f\+1 replicas with f = 1.*gives 1 "
+     r"pesto/inconsistency: Peloton-HS needs 4 server hosts \(HotStuff's 3f\+1 replicas with f = 1.*gives 1 "
      r"\(us-east-1-0\)"),
     ("experiment-configs/Postgres/primary-backup/PG-TPCC.json", None, "Postgres-PB needs 2 server hosts"),
     ("experiment-configs/Pesto/2-Microbenchmarks/2-Snapshot/Uniform-Eager.json", {"system": "Peloton-XS"},
-     "pesto/rehearsal-pesto: the config names an unknown system 'Peloton-XS'"),
+     "pesto/inconsistency: the config names an unknown system 'Peloton-XS'"),
 ])
 def test_a_system_the_placement_cannot_hold_is_refused_before_anything_starts(tmp_path, monkeypatch, config, labels,
                                                                              words):
     from reprobook.papers.pesto.pequin import cluster_configs
     from reprobook.remote.placement import Placement
     project = _project_from_git(tmp_path, monkeypatch)
-    claim = project.claim("pesto/rehearsal-pesto")
+    claim = project.claim("pesto/inconsistency")
     placement = Placement({"control": ("local",), "server": ("us-east-1-0",),
                            "client": ("client-0-0", "client-0-1")}, "control")
     with pytest.raises(ConfigError, match=words):
         cluster_configs(project, claim, make_plan(claim, {"scale": "rehearsal"}).params, placement, config=config,
                         labels=labels, facts={})
+
+
+def test_the_paper_scale_derives_the_authors_configs_for_the_cloudlab_cluster_and_a_rehearsal_sets_its_clients(
+        tmp_path, monkeypatch):
+    """One claim, two scales: at the paper's, the authors' eight stress-test configs for the guide's six servers
+    (pequin.configs); at the rehearsal's, the U Ideal config for one server of ours per client count
+    (pequin.cluster). Each refuses the other's client counts, before anything starts."""
+    from reprobook.core.inputs import generate as generate_inputs
+    from reprobook.remote.placement import Placement
+    project = _project_from_git(tmp_path, monkeypatch)
+    claim = project.claim("pesto/inconsistency")
+    servers = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1", "eu-west-1-2")
+    cloudlab = Placement({"control": ("local",), "server": servers, "client": ("client-0-0",)}, "control")
+    paper = make_plan(claim, {"cloudlab_user": "alice"})
+    assert paper.claim.inputs["generator"] == "pequin.configs" and paper.claim.roles["server"].min == 6
+    made = generate_inputs(project, paper, cloudlab)
+    assert [m.name for m in made] == ["Uniform-Eager-low.json", "Uniform-Eager.json", "Uniform-FailEager-low.json",
+                                      "Uniform-FailEager.json", "Uniform-Inconsistent.json", "Zipf-Eager.json",
+                                      "Zipf-FailEager.json", "Zipf-Inconsistent.json"]
+    config = json.loads(made[4].data)
+    assert config["emulab_user"] == "alice" and config["fault_tolerance"] == 1   # the authors' replication kept
+    assert [n for names in config["server_names"] for n in names] == list(servers)
+    with pytest.raises(ConfigError, match=r"each config runs its own client settings; -p clients \(2, 4\)"):
+        generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "clients": [2, 4]}), cloudlab)
+    ours = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": ("client-0-0",)}, "control")
+    rehearsal = make_plan(claim, {"scale": "rehearsal"})
+    assert rehearsal.claim.inputs["generator"] == "pequin.cluster" and rehearsal.claim.roles["server"].max == 1
+    assert [m.name for m in generate_inputs(project, rehearsal, ours, {})] == ["Uniform-Eager-c2.json",
+                                                                             "Uniform-Eager-c4.json"]
+    with pytest.raises(ConfigError, match="a run on a cluster of ours sets its client counts"):
+        generate_inputs(project, make_plan(claim, {"scale": "rehearsal", "clients": [0]}), ours, {})

@@ -193,3 +193,64 @@ def test_the_status_script_reports_the_time_of_each_point_done(tmp_path):
                          check=True).stdout
     st = _parse_status("r", out)
     assert st.points_done == 2 and st.point_secs == (42.0, 58.0) and st.point_s == 50.0
+
+
+VARIANT = {"roles": ROLES,
+           "parameters": {"clients": {"default": [10, 20], "help": "h"}},
+           "setup": [{"name": "build on the cluster", "run": "true"}],
+           "run": [{"name": "the paper's run", "run": "true", "sweep": True}],
+           "scales": {"paper": {"about": "the cluster"},
+                      "rehearsal": {"about": "one small server", "values": {"clients": [1]},
+                                    "roles": {"control": {}, "server": {"count": 1}, "client": {"count": [1, None]}},
+                                    "requires": {"memory_gib": 1},
+                                    "setup": [{"name": "build here", "run": "true"}],
+                                    "run": [{"name": "the rehearsal's run", "run": "true", "sweep": True,
+                                             "role": "client"}]}}}
+
+
+def test_a_scale_gives_its_own_roles_and_steps_and_the_plan_holds_the_claim_of_its_scale(tmp_path):
+    from reprobook.remote.live import plan_live
+    clusters = {"ok": {"roles": {"control": ["c0"], "server": ["s1", "s2"], "client": ["k1"]}},
+                "one": {"roles": {"control": ["c0"], "server": ["s1"], "client": ["k1"]}}}
+    project = _project(tmp_path, VARIANT, clusters)
+    claim = project.claim("placefx/c")
+    small = claim.at_scale("rehearsal")
+    assert claim.at_scale("paper") is claim and claim.at_scale(None) is claim
+    assert (small.roles["server"].min, small.roles["server"].max) == (1, 1)
+    assert [s.name for s in small.setup] == ["build here"] and [s.name for s in small.run] == ["the rehearsal's run"]
+    assert small.requires.items() and small.roles["server"].requires == small.requires
+    paper = make_plan(claim, {})
+    assert [n for n, _, _ in paper.steps] == ["build on the cluster", "the paper's run"]
+    rehearsal = make_plan(claim, {"scale": "rehearsal"})
+    assert rehearsal.claim == small and [(n, r) for n, r, _ in rehearsal.steps] == [
+        ("build here", "control"), ("the rehearsal's run", "client")]
+    # placed as the scale wants it: one server at rehearsal scale, two or three at the paper's
+    assert plan_live(project, claim, "one", {"scale": "rehearsal"}).roles["server"] == ("s1",)
+    assert plan_live(project, claim, "ok", {}).roles["server"] == ("s1", "s2")
+    with pytest.raises(ConfigError, match=r"role 'server' takes 1 host; cluster 'ok' .* gives it 2"):
+        plan_live(project, claim, "ok", {"scale": "rehearsal"})
+    with pytest.raises(ConfigError, match=r"role 'server' takes 2 to 3 hosts; cluster 'one' .* gives it 1"):
+        plan_live(project, claim, "one", {})
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"run": [{"name": "x", "run": "true", "role": "nobody"}]}, r"claims\[0\]\.scales\.rehearsal\.run\[0\]\.role",
+     "no role 'nobody'"),
+    ({"roles": {"control": {}, "server": {"count": [3, 1]}}}, r"claims\[0\]\.scales\.rehearsal\.roles\.server\.count",
+     "below its minimum"),
+    ({"inputs": {"generator": "nope"}}, r"claims\[0\]\.scales\.rehearsal\.inputs\.generator", "no input generator"),
+    ({"repositories": ["nope"]}, r"claims\[0\]\.scales\.rehearsal\.repositories\[0\]", "unknown repository 'nope'"),
+    ({"loader": "x"}, r"claims\[0\]\.scales\.rehearsal", "loader"),
+])
+def test_what_a_scale_gives_of_its_own_is_validated_naming_file_and_key(tmp_path, change, key, words):
+    claim = {**VARIANT, "scales": {**VARIANT["scales"], "rehearsal": {**VARIANT["scales"]["rehearsal"], **change}}}
+    with pytest.raises(ConfigError, match=key) as err:
+        load_paper(_paper(tmp_path, claim))
+    assert words in str(err.value)
+
+
+def test_a_claim_at_one_scale_asked_for_another_is_that_scales_claim(tmp_path):
+    claim = load_paper(_paper(tmp_path, VARIANT)).claim("c")
+    small = claim.at_scale("rehearsal")
+    assert small.at_scale("paper") == claim and small.at_scale("rehearsal") is small
+    assert claim.at_scale("paper") is claim and claim.at_scale(None) is claim

@@ -341,3 +341,34 @@ def test_an_adaptation_with_a_role_looks_only_at_that_roles_hosts(tmp_path):
     assert adapt([a], {}, facts, roles) == ({}, [])
     used, made = adapt([a], {}, {**facts, "s2": {"cpus": 2}}, {**roles, "s2": ("server",)})
     assert used == {"small_host": True} and made[0]["hosts"] == ["s2"]
+
+
+def test_a_check_only_at_the_rehearsal_scale_is_left_out_of_the_papers_verdict(tmp_path):
+    """A check of a rehearsal's own pipeline (its readings agree) belongs to the rehearsal's verdict only: a run
+    at the paper's scale is neither judged by it nor made inconclusive by it."""
+    origin, commit, _ = _origin(tmp_path)
+    paper = load_paper(_paper(tmp_path, origin, commit, extra={"checks": [
+        {"kind": "at_least", "what": "the paper's number", "value": "v", "min": 1},
+        {"kind": "at_least", "what": "the rehearsal's readings agree", "value": "w", "min": 1,
+         "only_at": ["rehearsal"], "why": "two readings of one run agree or not at any size"}]}))
+    claim = paper.claim("c")
+    data = pd.DataFrame({"v": [2.0], "w": [3.0]})
+    at_paper = check_claim(claim, data, source="live", scale="paper", host_facts={})
+    assert [r.what for r in at_paper.checks] == ["the paper's number"] and at_paper.verdict is Verdict.HOLDS
+    at_rehearsal = check_claim(claim, data, source="live", scale="rehearsal", host_facts={})
+    assert [r.verdict for r in at_rehearsal.checks] == [Verdict.INCONCLUSIVE, Verdict.HOLDS]
+    assert "this run is at rehearsal scale" in at_rehearsal.checks[0].reason
+
+
+@pytest.mark.parametrize("check, key, words", [
+    ({"only_at": ["rehearsal"], "judged_at": ["rehearsal"], "why": "w"}, "claims[0].checks[0].only_at",
+     "exclude each other"),
+    ({"only_at": ["rehearsal"]}, "claims[0].checks[0].why", "go together"),
+    ({"only_at": ["huge"], "why": "w"}, "claims[0].checks[0].only_at", "no scale 'huge'"),
+])
+def test_a_bad_only_at_is_a_config_error_naming_the_key(tmp_path, check, key, words):
+    origin, commit, _ = _origin(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_paper(_paper(tmp_path, origin, commit, extra={"checks": [
+            {"kind": "at_least", "what": "w", "value": "v", "min": 1, **check}]}))
+    assert err.value.key == key and words in str(err.value), str(err.value)

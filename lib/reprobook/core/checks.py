@@ -179,6 +179,9 @@ _COMMON = {
     "statistic": {"enum": ["mean", "median", "geomean", "hmean"]},
     # scales besides the paper's at which the check may be judged, on any machine, and why (reprobook.core.scales)
     "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    # or the only scales at which the check belongs to the verdict (a check of a rehearsal's own pipeline: its
+    # readings agree); at the others it is left out, not inconclusive (reprobook.core.scales)
+    "only_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
     "why": {"type": "string", "minLength": 1},
 }
 _TARGETS = ("target", "target_published", "target_rows", "target_column")
@@ -261,14 +264,18 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
         if isinstance(ref, Mapping) and ref["published"] not in known:
             raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
                               key=f"{key}.{opt}.published")
-    if ("judged_at" in raw) != ("why" in raw):
-        raise ConfigError("judged_at and why go together: the scales besides the paper's at which the check may be "
-                          "judged, and why its comparison still means something there",
-                          file=file, key=f"{key}.{'why' if 'judged_at' in raw else 'judged_at'}")
+    if "judged_at" in raw and "only_at" in raw:
+        raise ConfigError("judged_at (further scales) and only_at (the only scales) exclude each other", file=file,
+                          key=f"{key}.only_at")
+    scoped = "judged_at" if "judged_at" in raw else "only_at" if "only_at" in raw else None
+    if bool(scoped) != ("why" in raw):
+        raise ConfigError("judged_at (or only_at) and why go together: the scales at which the check may be "
+                          "judged, and why its comparison means something there",
+                          file=file, key=f"{key}.{'why' if scoped else 'judged_at'}")
     from reprobook.core.scales import parse_needs
     needs = parse_needs(raw.get("needs"), file=file, key=f"{key}.needs", judged_at=raw.get("judged_at"),
-                        judged_why=raw.get("why", ""))
-    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs", "judged_at", "why")}
+                        judged_why=raw.get("why", ""), only_at=raw.get("only_at"))
+    opts = {o: v for o, v in raw.items() if o not in ("kind", "what", "value", "needs", "judged_at", "only_at", "why")}
     return CheckSpec(kind=raw["kind"], what=raw["what"], value=raw["value"], options=opts, needs=needs)
 
 
@@ -960,6 +967,9 @@ def _with_trials(spec: CheckSpec, data: pd.DataFrame, published, trial: str, *, 
 def _evaluate(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, PublishedNumber]) -> CheckResult:
     if spec.value not in data.columns:
         return _inconclusive(spec, f"the measured data has no column {spec.value!r}")
+    missing = [c for c in spec.options.get("by") or () if c not in data.columns]
+    if missing:
+        return _inconclusive(spec, f"the measured data has no column {missing[0]!r} to tell its points apart by")
     try:
         rows = _select(data, spec.options.get("select"))
     except KeyError as exc:
@@ -968,6 +978,13 @@ def _evaluate(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, Publi
         return _inconclusive(spec, f"no measured rows match {dict(spec.options.get('select') or {})}: "
                                    f"{_missing_point(data, spec.options.get('select') or {})}")
     return KINDS[spec.kind].judge(spec, rows, data, published)
+
+
+def applies(spec: CheckSpec, scale: str | None) -> bool:
+    """Whether the check belongs to the verdict of a run at ``scale`` (None: the paper's): every check does but one
+    declared ``only_at`` other scales (a check of a rehearsal's own pipeline)."""
+    only = spec.needs.only_at if spec.needs is not None else ()
+    return not only or (scale or "paper") in only
 
 
 def _judged(spec: CheckSpec, result: CheckResult, scale: str | None, host_facts: Mapping | None,
@@ -1087,7 +1104,7 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     trials = trial_rows(measured)
     results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
                             claim.requires, imported)
-                    for spec in claim.checks)
+                    for spec in claim.checks if applies(spec, scale))
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if failing:

@@ -159,6 +159,9 @@ class Claim:
     patches: tuple = ()
     deviations: tuple = ()
     adaptations: tuple = ()    # parameter values set on hosts short of a soft requirement (reprobook.core.scales.adapt)
+    # what a scale changes of the claim besides parameter values (scale -> field -> value: requires, roles, inputs,
+    # setup, run, repositories), e.g. a rehearsal on one small server instead of the paper's cluster; see `at_scale`
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def control_role(self) -> str:
@@ -198,6 +201,16 @@ class Claim:
         if name not in self.scales:
             raise ConfigError(f"{self.key} has no scale {name!r} (scales: {', '.join(self.scales)})")
         return {**self.scales[name].values, **params}
+
+    def at_scale(self, name: str | None) -> "Claim":
+        """The claim as it runs at scale ``name``: its fields with those the scale gives of its own (``requires``,
+        ``roles``, ``inputs``, ``setup``, ``run``, ``repositories``) in their place. The same claim for a scale
+        that changes none, for None and for a claim without scales. `reprobook.core.plan.make_plan` calls it, so a
+        run's plan holds the claim of its scale."""
+        over = self.variants.get(name or "") if name else None
+        if not over or all(getattr(self, k) == v for k, v in over.items()):
+            return self
+        return dataclasses.replace(self, **over)
 
     def scale_of(self, params: Mapping | None) -> str | None:
         """The scale a run with ``params`` is at (None for a claim without scales)."""
@@ -324,6 +337,51 @@ def _scales(c: Mapping, params: dict, *, file, where: str):
     return scales, patches, deviations, _steps([step]) if step else ()
 
 
+VARIANT_FIELDS = ("requires", "roles", "inputs", "setup", "run", "repositories")
+"""The fields of a claim a scale may give of its own (see `Claim.at_scale`)."""
+
+
+def _variants(c: Mapping, claim: "Claim", machine: Requirements, common_setup: tuple[Step, ...],
+              repos: Mapping[str, Any], *, file, where: str) -> dict[str, dict[str, Any]]:
+    """Scale -> the claim's fields that scale gives of its own (`VARIANT_FIELDS`), parsed as the claim's are."""
+    from reprobook.core import inputs as input_registry
+    out: dict[str, dict[str, Any]] = {}
+    for name, s in (c.get("scales") or {}).items():
+        s = s or {}
+        key = f"{where}.scales.{name}"
+        over: dict[str, Any] = {}
+        if "requires" in s:
+            over["requires"] = parse_requirements(s["requires"], machine, file=file, key=f"{key}.requires")
+        requires = over.get("requires", claim.requires)
+        if "roles" in s:
+            over["roles"] = _frozen(_roles(s["roles"], requires, file=file, key=f"{key}.roles"))
+        elif "requires" in s and claim.roles:   # the roles' requirements stand over the claim's: over this scale's
+            over["roles"] = _frozen(_roles(c.get("roles"), requires, file=file, key=f"{where}.roles"))
+        if "inputs" in s:
+            over["inputs"] = _frozen(input_registry.validate(s["inputs"], file=file, key=f"{key}.inputs"))
+        if "setup" in s:
+            over["setup"] = common_setup + _steps(s["setup"])
+        if "run" in s:
+            over["run"] = _steps(s["run"])
+        if "repositories" in s:
+            for j, r in enumerate(s["repositories"] or ()):
+                if r not in repos:
+                    raise ConfigError(f"unknown repository {r!r} (known: {', '.join(repos)})", file=file,
+                                      key=f"{key}.repositories[{j}]")
+            over["repositories"] = tuple(s["repositories"] or ())
+        if over:
+            out[name] = over
+    # every scale then names every field some scale changes (the claim's own where it changes none), so that
+    # `Claim.at_scale` gives the same claim from any scale's: a rehearsal's claim asked for the paper's scale
+    changed = {f for over in out.values() for f in over}
+    for name in (c.get("scales") or {}) if changed else ():
+        out.setdefault(name, {})
+        for f in VARIANT_FIELDS:
+            if f in changed:
+                out[name].setdefault(f, getattr(claim, f))
+    return out
+
+
 def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
     """Each scale's values suit the parameters' types; each check's ``needs`` names scales the claim has."""
     from reprobook.core.plan import make_plan
@@ -333,6 +391,10 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
         except ConfigError as exc:
             raise ConfigError(exc.message, file=file, key=f"{where}.scales.{name}") from None
     for j, spec in enumerate(claim.checks):
+        for s in (spec.needs.only_at if spec.needs else ()):
+            if s not in claim.scales:
+                raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
+                                  file=file, key=f"{where}.checks[{j}].only_at")
         for s in (spec.needs.scales if spec.needs else ()):
             if s not in claim.scales:
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
@@ -438,12 +500,21 @@ def load_paper(path: Path) -> Paper:
             authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
             scales=_frozen(scales), patches=patches, deviations=deviations,
         )
+        variants = _variants(c, claim, machine, setup + patch_setup, repos, file=path, where=where)
+        if variants:
+            claim = claims[c["id"]] = dataclasses.replace(claim, variants=_frozen(variants))
         if c.get("adapt"):
             from reprobook.core.scales import parse_adaptations
-            claim = dataclasses.replace(claim, adaptations=parse_adaptations(
-                c["adapt"], claim.parameters, claim.roles, file=path, key=f"{where}.adapt"))
+            for name in ("", *variants):
+                at = claim.at_scale(name)
+                adaptations = parse_adaptations(c["adapt"], claim.parameters, at.roles, file=path,
+                                                key=f"{where}.adapt" if not name else f"{where}.adapt (at the {name} scale)")
+            claim = dataclasses.replace(claim, adaptations=adaptations)
             claims[c["id"]] = claim
         _check_roles(claim, c, path, where)
+        for name in variants:
+            _check_roles(claim.at_scale(name), {**c, **{k: v for k, v in c["scales"][name].items()
+                                                        if k in ("setup", "run")}}, path, f"{where}.scales.{name}")
         _check_scales(claim, c, path, where)
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),

@@ -135,7 +135,8 @@ class RunPlan:
         for d in devs:
             lines.append(f"    - {getattr(d, 'what', '') or d.as_dict().get('what', '')}")
         if c.expected_minutes:
-            lines.append(f"  expected:     {c.expected_time} (the guide's estimate, at the paper's scale)")
+            at = self.scale if self.scale and c.variants else "paper"
+            lines.append(f"  expected:     {c.expected_time} (the steps' estimates, at the {at} scale)")
         return "\n".join(lines)
 
 
@@ -148,6 +149,8 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     """
     asked = dict(params or {})
     resolved = resolve(claim, asked)
+    if claim.scales:   # the claim as it runs at the chosen scale (its own roles, inputs or steps, when it has them)
+        claim = claim.at_scale(str(resolved["scale"]))
     steps: list[tuple[str, str, str]] = []
     repos: tuple[tuple[str, str, str], ...] = ()
     if paper is not None:

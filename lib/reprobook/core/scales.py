@@ -179,7 +179,9 @@ class CheckNeeds:
     requirements (`RUN_ONLY` aside): a smaller workload or a smaller machine changes what is
     measured. ``judged_at`` names further scales (``[rehearsal]``) at which, on any machine, the
     check's comparison still means something (two readings of one run, two systems measured side by
-    side), with ``judged_why`` saying why. ``scales`` (``needs: {scale: ...}``) overrides both, and
+    side), with ``judged_why`` saying why. ``only_at`` names the only scales whose verdict the check belongs to
+    (a check of a rehearsal's own pipeline, which a run at the paper's scale is not judged by: left out there,
+    not inconclusive). ``scales`` (``needs: {scale: ...}``) overrides both, and
     ``requires`` is what the check needs of the machine beyond the claim (``needs: {cores: 32}``).
     """
 
@@ -188,6 +190,7 @@ class CheckNeeds:
     why: str = ""
     judged_at: tuple[str, ...] = ()
     judged_why: str = ""
+    only_at: tuple[str, ...] = ()   # the only scales whose verdict the check belongs to (`reprobook.core.checks.applies`)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -412,7 +415,7 @@ def parse_deviations(raw: Iterable[Mapping] | None, parameters: Iterable[str], *
 
 
 def parse_needs(raw: Mapping | None, *, file, key: str, judged_at: Iterable[str] | None = None,
-                judged_why: str = "") -> CheckNeeds:
+                judged_why: str = "", only_at: Iterable[str] | None = None) -> CheckNeeds:
     """A check's ``needs:`` -> `CheckNeeds`: ``scale`` (a name or a list), ``why``, and machine requirements;
     with the check's ``judged_at`` (further scales it may be judged at) and the ``why`` that justifies them."""
     raw = raw or {}
@@ -422,8 +425,9 @@ def parse_needs(raw: Mapping | None, *, file, key: str, judged_at: Iterable[str]
     scales = (scales,) if isinstance(scales, str) else tuple(scales)
     machine = {k: v for k, v in raw.items() if k not in ("scale", "why")}
     requires = parse_requirements(machine, file=file, key=key) if machine else None
-    return CheckNeeds(scales, requires, " ".join(str(raw.get("why", "")).split()),
-                      tuple(judged_at or ()), " ".join(str(judged_why or "").split()))
+    only = tuple(only_at or ())
+    return CheckNeeds(scales or only, requires, " ".join(str(raw.get("why", "")).split()),
+                      tuple(judged_at or only), " ".join(str(judged_why or "").split()), only)
 
 
 # --------------------------------------------------------------------------- a run's scale and deviations

@@ -61,6 +61,7 @@ def plan_live(project: Project, claim: Claim, target: str, params: Mapping, *, n
         how = (" Run its steps by hand (they are on the claim's page) and record the outputs with "
                f"`reprobook import {claim.key} FILES…`." if claim.manual else "")
         raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
+    claim = claim.at_scale(claim.scale_of(params))   # the roles a scale gives of its own decide the placement
     placement = place(project, claim, target)
     draft = make_plan(claim, params, paper=project.paper(claim.paper), source="live", target=target,
                       roles=placement.roles, cluster=placement.cluster, new=new)

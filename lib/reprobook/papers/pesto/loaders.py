@@ -58,11 +58,18 @@ e.g. the authors' ``-low`` configs hold the light-load settings)."""
 COLUMNS = ["experiment", "system", "workload", "access", "mode", "type", "range_size", "shards", "scale",
            "config", "client_total", "clients", "runs", "tput_tx_per_s", "tput_tx_per_s_std", "latency_ms",
            "latency_ms_std", "p50_ms", "p99_ms", "tput_per_correct_client", "tput_per_correct_client_std",
-           "knee", "knee_tput_tx_per_s", "knee_latency_ms", "directory"]
+           "knee", "knee_tput_tx_per_s", "knee_latency_ms"]
+CLIENT_COLUMNS = ["window_s", "client_processes", "clients_committed", "clients_tput_tx_per_s", "clients_latency_ms",
+                  "clients_p99_ms", "measured_s", "measured_tput_tx_per_s", "client_stats", "server_commits",
+                  "clients_whole_run"]
+"""What the clients' own outputs say of a setting, beside the harness's statistics (`client_readings`): on a
+live run of ours, where the harness leaves the clients' logs beside ``stats.json``; NaN (empty) for the
+authors' outputs, which do not keep them."""
+COLUMNS += [*CLIENT_COLUMNS, "directory"]
 BASIL_COLUMNS = ["experiment", "system", "workload", "microbenchmark", "failure_type", "config", "crypto",
                  "shards", "reads", "fast_path", "batch", "client_total", "clients", "runs", "faulty_pct",
-                 "tput_tx_per_s", "tput_tx_per_s_std", "latency_ms", "tput_per_correct_client",
-                 "tput_per_correct_client_std", "directory"]
+                 "tput_tx_per_s", "tput_tx_per_s_std", "latency_ms", "p99_ms", "tput_per_correct_client",
+                 "tput_per_correct_client_std", *CLIENT_COLUMNS, "directory"]
 _METRICS = ["tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "tput_per_correct_client", "aggregate_latency_ms"]
 _SETTING = ["experiment", "system", "workload", "access", "mode", "type", "range_size", "shards", "scale", "config",
             "client_total", "clients"]
@@ -94,7 +101,7 @@ def curves(outputs) -> pd.DataFrame:
     checked against the statistics.
     """
     settings = _settings(outputs, _pesto_labels)
-    frame = _pool(settings, _SETTING)
+    frame = _pool(settings, _SETTING, extra_means=_CLIENT_MEANS)
     frame = parse.mark_knees(frame, by=CURVE, order="clients")
     frame["knee_tput_tx_per_s"] = frame["tput_tx_per_s"].where(frame["knee"])
     frame["knee_latency_ms"] = frame["latency_ms"].where(frame["knee"])
@@ -125,7 +132,7 @@ def basil(outputs) -> pd.DataFrame:
     Columns: :data:`BASIL_COLUMNS`.
     """
     settings = _settings(outputs, _basil_labels)
-    frame = _pool(settings, _BASIL_SETTING, extra_means=("faulty_pct",))
+    frame = _pool(settings, _BASIL_SETTING, extra_means=("faulty_pct", *_CLIENT_MEANS))
     frame = frame.reset_index(drop=True)
     out = frame.reindex(columns=BASIL_COLUMNS)
     out.attrs = dict(settings.attrs)
@@ -135,67 +142,44 @@ def basil(outputs) -> pd.DataFrame:
     return out
 
 
-REHEARSAL_COLUMNS = ["source", "system", "workload", "client_total", "clients", "client_processes", "committed",
-                     "tput_tx_per_s", "latency_ms", "p50_ms", "p99_ms", "window_s", "measured_s",
-                     "measured_tput_tx_per_s", "client_stats", "server_commits", "clients_whole_run", "directory"]
+_CLIENT_MEANS = tuple(c for c in CLIENT_COLUMNS if c != "client_stats")
 
 
-@loader("pesto.rehearsal")
-def rehearsal(outputs) -> pd.DataFrame:
-    """A rehearsal through the authors' harness: two rows per client setting, one per way of reading it.
+def client_readings(point: Path, config: Mapping, config_path: Path) -> dict:
+    """A setting as its clients' own outputs tell it, beside the harness's ``out/stats.json`` (`CLIENT_COLUMNS`);
+    empty when the clients' logs are not there (the authors' outputs keep only the statistics).
 
-    ``source`` ``harness``: the harness's own ``out/stats.json`` (``run_stats.combined``). ``source``
-    ``clients``: the clients' own outputs (``out/client-*/client-*-stdout-<run>.log`` and their
-    stderr), read by `reprobook.papers.pesto.parsers.read_clients`: the committed transactions they printed,
-    divided as the harness divides them, by the nominal window ``window_s`` (the run's length less
-    both ramps), and the latencies pooled. The clients' own measured interval is longer (they end
-    it at the first whole second past the nominal end, about one second more): ``measured_s`` and
-    ``measured_tput_tx_per_s`` (each client's committed transactions over its own interval, summed)
-    say what the harness's figure leaves out. ``client_stats`` says what the
-    clients' ``--stats_file`` JSONs hold (``empty``: ``{}``, as when the clients crash in their
+    ``clients_*``: the committed transactions the clients printed (``out/client-*/client-*-stdout-<run>.log``
+    and their stderr, `reprobook.papers.pesto.parsers.read_clients`), divided as the harness divides them,
+    by the nominal window ``window_s`` (the run's length less both ramps, from the setting's resolved
+    ``config``), and their latencies pooled. The
+    clients' own measured interval is longer (they end it at the first whole second past the nominal end,
+    about one second more): ``measured_s`` and ``measured_tput_tx_per_s`` (each client's committed
+    transactions over its own interval, summed) say what the harness's figure leaves out. ``client_stats``
+    says what the clients' ``--stats_file`` JSONs hold (``empty``: ``{}``, as when the clients crash in their
     clean-up; ``written``; ``missing``). ``server_commits``: what the one server's ``--stats_file`` says it
-    committed over the whole run (NaN when it keeps no count, as TAPIR's, or when there are several
-    servers, whose counts overlap); ``clients_whole_run``: what the clients' own lines add up to over
-    the same whole run (`reprobook.papers.pesto.parsers.whole_run_requests`), to set beside it. On a cluster that shares one file system (a loopback
-    testbed) every client directory receives every client's files: each file counts once.
-
-    Columns: :data:`REHEARSAL_COLUMNS`.
+    committed over the whole run (NaN when it keeps no count, as TAPIR's, or when there are several servers,
+    whose counts overlap); ``clients_whole_run``: what the clients' own lines add up to over the same whole
+    run (`reprobook.papers.pesto.parsers.whole_run_requests`, the cool-down estimated), to set
+    beside it. On a cluster that shares one file system (a loopback testbed) every client directory receives
+    every client's files: each file counts once.
     """
-    settings = _settings(outputs, _pesto_labels)
-    rows = []
-    for _, s in settings.iterrows():
-        point = Path(s["experiment_dir"]) / s["directory"]
-        base = {"system": s.get("system"), "workload": s.get("workload"), "client_total": s["client_total"],
-                "clients": s["clients"], "directory": s["directory"]}
-        stdout = _unique(point.glob("out/client-*/client-*-stdout-*.log"))
-        if not stdout:
-            raise OutputError("no client output (out/client-*/client-*-stdout-<run>.log) beside the harness's "
-                              "stats.json; were the client directories fetched?", file=point / "out")
-        stderr = {p.name.replace("-stderr-", "-stdout-"): p for p in _unique(point.glob("out/client-*/client-*-stderr-*.log"))}
-        clients, _ = parse.read_clients([(p, stderr.get(p.name)) for p in stdout])
-        total = clients.iloc[-1]
-        config = parse.read_config(parse.point_config(point / "out" / "stats.json"))
-        window = float(config["client_experiment_length"]) - float(config["client_ramp_up"]) - \
-            float(config["client_ramp_down"])
-        states = sorted({parse.client_stats_state(p) for p in _unique(point.glob("out/client-*/client-*-stats-*.json"))})
-        stats_state = ", ".join(states) or "missing"
-        servers = _unique(point.glob("out/*/server-*-stats-*.json"))
-        counted = parse.server_commits(servers[0]) if len(servers) == 1 else None
-        rows.append({**base, "source": "harness", "committed": round(s["tput_tx_per_s"] * window),
-                     "client_processes": len(stdout), "tput_tx_per_s": s["tput_tx_per_s"],
-                     "latency_ms": s["latency_ms"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
-                     "window_s": window, "client_stats": stats_state})
-        rows.append({**base, "source": "clients", "committed": int(total["committed"]),
-                     "client_processes": len(stdout), "tput_tx_per_s": total["committed"] / window,
-                     "latency_ms": total["latency_ms"], "p50_ms": total["p50_ms"], "p99_ms": total["p99_ms"],
-                     "window_s": window, "measured_s": total["duration_s"],
-                     "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": stats_state,
-                     "server_commits": counted if counted is not None else np.nan,
-                     "clients_whole_run": parse.whole_run_requests(clients, float(config["client_ramp_down"]))})
-    out = pd.DataFrame(rows).reindex(columns=REHEARSAL_COLUMNS)
-    out = out.sort_values(["client_total", "source"], kind="stable").reset_index(drop=True)
-    out.attrs = dict(settings.attrs)
-    return out
+    stdout = _unique(point.glob("out/client-*/client-*-stdout-*.log"))
+    if not stdout:
+        return {}
+    window_s, cooldown_s = _window(config, config_path)
+    stderr = {p.name.replace("-stderr-", "-stdout-"): p for p in _unique(point.glob("out/client-*/client-*-stderr-*.log"))}
+    clients, _ = parse.read_clients([(p, stderr.get(p.name)) for p in stdout])
+    total = clients.iloc[-1]
+    states = sorted({parse.client_stats_state(p) for p in _unique(point.glob("out/client-*/client-*-stats-*.json"))})
+    servers = _unique(point.glob("out/*/server-*-stats-*.json"))
+    counted = parse.server_commits(servers[0]) if len(servers) == 1 else None
+    return {"window_s": window_s, "client_processes": len(stdout), "clients_committed": int(total["committed"]),
+            "clients_tput_tx_per_s": total["committed"] / window_s, "clients_latency_ms": total["latency_ms"],
+            "clients_p99_ms": total["p99_ms"], "measured_s": total["duration_s"],
+            "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": ", ".join(states) or "missing",
+            "server_commits": counted if counted is not None else math.nan,
+            "clients_whole_run": parse.whole_run_requests(clients, cooldown_s)}
 
 
 def _unique(paths: Iterable[Path]) -> list[Path]:
@@ -263,6 +247,7 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
                **{m: combined[m] for m in _METRICS}, **{f"{m}_std": combined.get(f"{m}_std", math.nan)
                                                         for m in _METRICS}}
         row.update(label(config, config_path, name, path))
+        row.update(client_readings(path.parent.parent, config, config_path))
         generated = config.get(LABELS_KEY)
         if isinstance(generated, Mapping):
             row.update({k: v for k, v in generated.items() if k in COLUMNS or k in BASIL_COLUMNS})
@@ -281,6 +266,14 @@ def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
     frame.attrs["findings"] = findings
     frame.attrs["stats_files"] = [str(p) for p in stats]
     return frame
+
+
+def _window(config: Mapping, path: Path) -> tuple[float, float]:
+    """The measured window of a setting as the harness computes throughput over it (the run's length less both
+    ramps), and its cool-down, from its resolved config."""
+    length, up, down = (float(parse.config_value(config, k, path)) for k in
+                        ("client_experiment_length", "client_ramp_up", "client_ramp_down"))
+    return length - up - down, down
 
 
 def _run_trials(runs: list[dict], combined: pd.Series, path: Path, findings: list[str]) -> list[dict]:
@@ -328,8 +321,9 @@ def _pesto_labels(config: Mapping, path: Path, name: str, stats: Path) -> dict:
         row["type"] = ("Scan-Cond" if config.get("rw_secondary_condition") is True else
                        "Point" if config.get("scan_as_point") is True else "Scan")
         row["range_size"] = config.get("max_range")
-    if name in MICRO:
-        row["experiment"], row["access"], row["mode"] = MICRO[name]
+    authors = re.sub(r"-c[0-9]+$", "", name)   # a config reprobook derived for a client count: <stem>-c<clients>
+    if authors in MICRO:
+        row["experiment"], row["access"], row["mode"] = MICRO[authors]
     return row
 
 
@@ -420,6 +414,8 @@ def _pool(frame: pd.DataFrame, keys: list[str], extra_means: Iterable[str] = ())
             row[f"{m}_std"] = float(math.sqrt(max(np.sum(w * (std ** 2 + means ** 2)) / w.sum() - mean ** 2, 0)))
         for m in extra_means:
             row[m] = float(g[m].mean()) if m in g else math.nan
+        if "client_stats" in g:
+            row["client_stats"] = ", ".join(sorted({str(v) for v in g["client_stats"] if isinstance(v, str)}))
         row["directory"] = ", ".join(g["directory"])
         if "_trials" in g:
             row["_trials"] = [t for ts in g["_trials"] for t in ts] if all(len(ts) for ts in g["_trials"]) else []

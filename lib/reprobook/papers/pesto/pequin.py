@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import copy
+import itertools
 import difflib
 import json
 import re
@@ -435,6 +436,10 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
                            user=params["cloudlab_user"], local_output_dir=where(params["output_dir"]),
                            src_dir=where(params["src_dir"]), duration_s=params.get("duration_s") or None,
                            ramp_s=params.get("ramp_s") or None, runs=params.get("runs") or None)
+    given = [c for c in (params.get("clients") or ()) if int(c) != 0]
+    if given:
+        raise ConfigError(f"{claim.key}: on the paper's cluster each config runs its own client settings; "
+                          f"-p clients ({', '.join(map(str, given))}) is for a cluster of ours (-p scale rehearsal)")
     files = params[parameter]
     out = []
     for path in ([files] if isinstance(files, str) else files):
@@ -555,11 +560,12 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
 
 
 @generator("pequin.cluster")
-def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, config: str,
-                    repository: str = "pequin-artifact", sweep: str = "clients", facts: Mapping | None = None,
-                    labels: Mapping[str, Any] | None = None) -> list[RunInput]:
-    """One config per point of the claim's ``sweep`` parameter (client counts), from the authors' ``config``,
-    for the harness on the run's placement (`for_cluster`): ``<stem>-c<clients>.json``.
+def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, config: str | None = None,
+                    parameter: str = "configs", repository: str = "pequin-artifact", sweep: str = "clients",
+                    facts: Mapping | None = None, labels: Mapping[str, Any] | None = None) -> list[RunInput]:
+    """One config per point of the claim's sweep, from the authors' configs, for the harness on the run's
+    placement (`for_cluster`): ``<stem>-c<clients>.json`` for each config the claim's ``parameter`` names (or
+    the one ``config``) and each client count of its ``sweep`` parameter.
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
     ``tables`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
@@ -590,16 +596,24 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     if sorted(client_hosts) != sorted(expected):
         raise ConfigError(f"{claim.key}: the harness names client hosts client-<server>-<node>: this placement "
                           f"needs {', '.join(expected)}, not {', '.join(client_hosts)}")
-    ref = artifacts.ArtifactRef(repo.slug, repo.commit, config)
-    original = artifacts.resolve(ref, project.settings)
-    # the system the config runs (or the one its labels name) must fit the placement: refused before anything starts
-    named = (labels or {}).get("system")
-    which = systems.system(named, claim=claim.key) if named else systems.system_of(load_config(original), source=config)
-    systems.check_placement(claim.key, which.name, placement.roles)
+    files = [config] if config else params[parameter]
+    originals = []
+    for path in ([files] if isinstance(files, str) else files):
+        ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
+        original = artifacts.resolve(ref, project.settings)
+        # the system each config runs (or the one the labels name) must fit the placement: refused before anything starts
+        named = (labels or {}).get("system")
+        which = systems.system(named, claim=claim.key) if named else systems.system_of(load_config(original),
+                                                                                      source=str(path))
+        systems.check_placement(claim.key, which.name, placement.roles)
+        originals.append((str(path), ref, original))
     user = users.pop() if users else "root"
     points = params[sweep]
+    if any(int(c) <= 0 for c in ([points] if isinstance(points, int) else points)):
+        raise ConfigError(f"{claim.key}: a run on a cluster of ours sets its client counts: give -p {sweep} "
+                          f"(e.g. [2, 4]); 0 (each config's own settings) is for the paper's cluster")
     out = []
-    for clients in ([points] if isinstance(points, int) else points):
+    for (path, ref, original), clients in itertools.product(originals, [points] if isinstance(points, int) else points):
         run = ClusterRun(user=user, root=where(params["root"]),
                          src_dir=where(params["src_dir"]), output_dir=where(params["output_dir"]),
                          servers=servers, client_nodes=nodes, clients=int(clients),
@@ -608,6 +622,6 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          tables=int(params["tables"]) if params.get("tables") else None,
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
                          single_threaded=bool(params.get("small_host")), labels=labels)
-        gen = for_cluster(original, run, name=f"{Path(config).stem}-c{int(clients)}.json")
+        gen = for_cluster(original, run, name=f"{Path(path).stem}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff()))
     return out
