@@ -334,12 +334,14 @@ def rehearsal(claim: Claim) -> None:
     if REHEARSAL not in claim.scales:
         display(Markdown("This claim has no rehearsal scale."))
         return
-    outputs = sources.latest_rehearsal(project(), claim)
+    outputs, skipped = sources.rehearsals(project(), claim)
+    if skipped:   # a newer rehearsal that cannot be read is named, with why, never silently left out
+        display(Markdown(markdown_str("Passed over: {}.", "; ".join(skipped))))
     if outputs is None:
         command = code(f"reprobook run {claim.key} --source live --host HOST -p scale rehearsal "
                        f"--allow-insufficient-host")
-        display(Markdown(markdown_str("No rehearsal of this claim is recorded in the run store. {} makes one (on a "
-                                      "small host, in minutes once built), and the page shows it here.", command)))
+        display(Markdown(markdown_str("No readable rehearsal of this claim is recorded in the run store. {} makes one "
+                                      "(on a small host, in minutes once built), and the page shows it here.", command)))
         return
     measured = load(claim, outputs)
     before = _CHECKED.get(claim.key)

@@ -348,17 +348,25 @@ def _loadable(project: Project, claim: Claim, run: Run) -> tuple[Outputs | None,
 def latest_rehearsal(project: Project, claim: Claim) -> Outputs | None:
     """The outputs of the latest successful live run of ``claim`` at its ``rehearsal`` scale, whatever its other
     parameters (None when the claim has no such scale or no such run can be loaded; an unreadable one is passed
-    over)."""
+    over: `rehearsals` says which and why)."""
+    return rehearsals(project, claim)[0]
+
+
+def rehearsals(project: Project, claim: Claim) -> tuple[Outputs | None, list[str]]:
+    """`latest_rehearsal`, and the newer rehearsals passed over because their outputs cannot be loaded, each with
+    why (``run <id> skipped: ...``), as the page says them."""
     from reprobook.core.scales import REHEARSAL
+    skipped: list[str] = []
     if REHEARSAL not in claim.scales:
-        return None
+        return None, skipped
     for run in RunStore(project.settings.runs_dir).candidates(claim, sources=("live",)):
         if (run.manifest.get("scale") or (run.manifest.get("parameters") or {}).get("scale")) != REHEARSAL:
             continue
         outputs, why = _loadable(project, claim, run)
         if why is None:
-            return outputs
-    return None
+            return outputs, skipped
+        skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
+    return None, skipped
 
 
 def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",

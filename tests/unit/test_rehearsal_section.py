@@ -80,13 +80,19 @@ def test_a_run_whose_files_changed_is_passed_over(mirror, shown):
     bad = _run(store, claim, "changed", files, scale="rehearsal", created="2026-02-01T00:00:00+00:00")
     (bad.path / "outputs/results/results_128.csv").write_text("pmdk,oops,\n")
     assert sources.latest_rehearsal(api.project(), claim).run_id == "good"
+    # the page names the run it passed over, and why, before the one it shows
+    api.rehearsal(claim)
+    passed = shown[0].data   # escaped Markdown: the run's words are text
+    assert passed.startswith("Passed over: run changed skipped\\: its outputs cannot be loaded")
+    assert "results\\_128\\.csv\\: content differs from the sha256 in the manifest" in passed
+    assert "**The rehearsal:** run good on host" in _text(shown)
 
 
 def test_without_a_rehearsal_the_page_says_how_to_make_one(shown):
     claim = api.claim("aardvark/archive-throughput")
     api.rehearsal(claim)
     (md,) = shown
-    assert md.data.startswith("No rehearsal of this claim is recorded in the run store.")
+    assert md.data.startswith("No readable rehearsal of this claim is recorded in the run store.")
     assert "`reprobook run aardvark/archive-throughput --source live --host HOST -p scale rehearsal" in md.data
     api.rehearsal(api.claim("verus/page-table"))
     assert shown[-1].data == "This claim has no rehearsal scale."
