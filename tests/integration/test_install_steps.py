@@ -144,10 +144,11 @@ def project():
 def _install_steps(project):
     """{step name: (claim, step)}: every setup or run step of the project that installs, first claim that has it."""
     out = {}
-    for claim in project.all_claims():
-        for step in claim.setup + claim.run:
-            if INSTALLS.search(step.run):
-                out.setdefault(step.name, (claim, step))
+    for base in project.all_claims():
+        for claim in (base, *(base.at_scale(s) for s in base.variants)):   # a scale's own steps too
+            for step in claim.setup + claim.run:
+                if INSTALLS.search(step.run):
+                    out.setdefault(step.name, (claim, step))
     return out
 
 
@@ -208,7 +209,8 @@ def bare(bed, tmp_path):
 def _script(project, claim, step, bare: Bare) -> str:
     """The job script of ``claim`` cut to ``step`` (no checkouts); for a step of another role, the script the
     job carries for that role's host."""
-    one = dataclasses.replace(claim, setup=(step,), run=(), repositories=("(none)",))
+    # variants={}: the claim as it is here (a scale's own steps included), not put back to its scales' fields
+    one = dataclasses.replace(claim, setup=(step,), run=(), repositories=("(none)",), variants={})
     paper = project.paper(claim.paper)
     params = {"guest_port": 2222} if "guest_port" in claim.parameters else {}
     work = str(bare.root / "work")
