@@ -82,6 +82,13 @@ def mirror() -> Path:
     return require_mirror()
 
 
+def _user_ssh_state() -> tuple:
+    """What the tests must never change: the user's own SSH client files (a CloudLab import writes an SSH config
+    and an Include line; a test that forgets REPROBOOK_SSH_CONFIG would write them into the real ~/.ssh)."""
+    ssh = Path.home() / ".ssh"
+    return tuple((f.name, f.stat().st_mtime_ns) for f in (ssh / "config", ssh / "reprobook") if f.exists())
+
+
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     """Each test gets its own run store and cache; the mirror stays pointed at the shared one."""
@@ -90,4 +97,8 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("REPROBOOK_ROOT", str(ROOT))
     if MIRROR.is_dir():
         monkeypatch.setenv("REPROBOOK_ARTIFACT_MIRROR", str(MIRROR))
+    ssh_before = _user_ssh_state()
     yield
+    assert _user_ssh_state() == ssh_before, (
+        f"a test wrote the user's own SSH config ({Path.home() / '.ssh'}): give it REPROBOOK_SSH_CONFIG in its "
+        f"temporary directory")

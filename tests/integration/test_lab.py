@@ -46,7 +46,9 @@ def checkout(tmp_path_factory, mirror):
     hosts = base / "hosts.yaml"
     hosts.write_text(yaml.safe_dump({"hosts": {"node1": {"ssh": "node1", "workdir": "/w"}}}))
     env = {"REPROBOOK_ROOT": str(clone), "REPROBOOK_HOSTS": str(hosts), "REPROBOOK_RUNS": str(base / "runs"),
-           "REPROBOOK_ARTIFACT_MIRROR": str(mirror), "REPROBOOK_ARTIFACT_CACHE": str(base / "cache")}
+           "REPROBOOK_ARTIFACT_MIRROR": str(mirror), "REPROBOOK_ARTIFACT_CACHE": str(base / "cache"),
+           # the CloudLab import writes an SSH config: here, never the user's ~/.ssh/config
+           "REPROBOOK_SSH_CONFIG": str(base / "ssh_config")}
     settings = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True, "autosaveInterval": 2}}
     with lab(clone / "notebooks", base, cwd=clone, env=env, settings=settings,
              args=("--ContentsManager.pre_save_hook=reprobook.book.clean.pre_save",)) as (url, token):
@@ -160,3 +162,5 @@ def test_the_cloudlab_panel_gives_a_profile_to_download_and_takes_a_manifest_upl
         assert "cluster cloudlab: 1 hosts written" in report.inner_text()
     written = yaml.safe_load(hosts.read_text())
     assert "cloudlab" in written["clusters"] and "node1" in written["hosts"]
+    ssh_config = hosts.parent / "ssh_config"
+    assert "Include" in ssh_config.read_text(), "the import did not write the SSH config it was given"
