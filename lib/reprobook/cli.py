@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,8 +97,10 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
     out = run.path / "notebook.ipynb"
     from jupyter_client.manager import KernelManager
     # the kernel's channels encrypted (CurveZMQ), which also keeps its plain-TCP warning off the terminal
-    from reprobook.book.kernels import transport_encryption
+    from reprobook.book.kernels import local_channels, transport_encryption
     km = KernelManager(kernel_name="python3", transport_encryption=transport_encryption())
+    channels = tempfile.TemporaryDirectory(prefix="reprobook-kernel-")
+    local_channels(km, channels.name)   # Unix sockets: no port for another process to take first
     try:
         pm.execute_notebook(str(_notebook_for(project, claim)), str(out), parameters={"source": source, **params},
                             cwd=str(project.root / "notebooks" / claim.paper), progress_bar=not quiet,
@@ -108,13 +111,15 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
         raise ReprobookError((exc.evalue if ours else f"the notebook failed: {exc.ename}: {exc.evalue}")
                              + f"\n(the executed notebook, with the full traceback, is {out})") from None
     except RuntimeError as exc:
-        if "Kernel didn't respond" not in str(exc):   # jupyter_client's words when the kernel never answered
+        # jupyter_client's words when the kernel never answered, or exited before it did
+        if "Kernel didn't respond" not in str(exc) and "Kernel died" not in str(exc):
             _settle(run, error=f"RuntimeError: {exc}")
             raise
         _settle(run, error=str(exc))
-        raise ReprobookError(f"the notebook's Python kernel did not start: {exc}. It talks to this process over the "
-                             f"loopback interface (127.0.0.1): check that it is up, and that the kernel's Python "
-                             f"starts (python3 -m ipykernel --version).") from None
+        check = ("" if km.transport == "ipc" else
+                 " It talks to this process over the loopback interface (127.0.0.1): check that it is up.")
+        raise ReprobookError(f"the notebook's Python kernel did not start: {exc}.{check} Check that the kernel's "
+                             f"Python starts: python3 -m ipykernel --version.") from None
     except BaseException:
         _settle(run, error="interrupted while the notebook ran")
         raise
@@ -122,6 +127,7 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
         os.environ.pop("REPROBOOK_VERDICT_FILE", None)
         if km.has_kernel:  # a kernel manager handed to papermill is ours to shut down
             km.shutdown_kernel(now=True)
+        channels.cleanup()
     if not verdict_file.is_file():
         _settle(run, error="the notebook recorded no verdict")
         raise ReprobookError(f"the notebook ran but recorded no verdict (see {out})")

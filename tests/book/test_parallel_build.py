@@ -190,7 +190,8 @@ def test_a_cold_build_executes_every_page_once_in_parallel_and_renders_from_the_
 def test_the_kernels_talk_over_encrypted_channels_and_say_nothing_about_it(tmp_path, capfd, fork):
     # a kernel's own log (its stderr, which is the build's) would say "Kernel is running over TCP without encryption"
     page = _notebook(tmp_path / "pages" / "a.ipynb",
-                     "from ipykernel.kernelapp import IPKernelApp\nprint(IPKernelApp.instance().curve_secretkey is not None)")
+                     "from ipykernel.kernelapp import IPKernelApp\napp = IPKernelApp.instance()\n"
+                     "print(app.curve_secretkey is not None, app.transport)")
     out = execution.execute([execution.Page(page)], cache_dir=tmp_path / "cache", workers=1, timeout=60, fork=fork,
                             log=lambda line: None)
     assert [o.status for o in out] == ["executed"]
@@ -199,4 +200,5 @@ def test_the_kernels_talk_over_encrypted_channels_and_say_nothing_about_it(tmp_p
     from jupyter_cache import get_cache
     cache = get_cache(str(tmp_path / "cache"))
     executed = cache.get_cache_bundle(cache.match_cache_file(str(page)).pk).nb
-    assert executed.cells[0].outputs[0]["text"] == "True\n"  # the kernel got CurveZMQ keys
+    # the kernel got CurveZMQ keys, and Unix sockets: no TCP port that another process could take before it binds
+    assert executed.cells[0].outputs[0]["text"] == "True ipc\n"

@@ -211,7 +211,7 @@ def _client_class():
             spec_dir = None  # set: the kernel is forked (reprobook.book.kernels)
 
             def create_kernel_manager(self):
-                from reprobook.book.kernels import KERNEL_NAME, transport_encryption
+                from reprobook.book.kernels import KERNEL_NAME, local_channels, transport_encryption
                 if self.spec_dir is None:
                     self.km = super().create_kernel_manager()
                 else:
@@ -222,6 +222,9 @@ def _client_class():
                                                  config=self.config)
                 # encrypted channels, as the command line's kernels (cli.py): no plain-TCP warning in the build log
                 self.km.transport_encryption = transport_encryption()
+                # Unix sockets beside the fork server's socket (its private directory), not ports another
+                # process can take first
+                local_channels(self.km, os.path.dirname(self.spec_dir) if self.spec_dir else None)
                 return self.km
 
             async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):

@@ -55,6 +55,20 @@ def transport_encryption() -> str:
     return "auto" if zmq.has("curve") else "disabled"
 
 
+def local_channels(km, directory: str | None = None) -> None:
+    """Give ``km``'s kernel Unix-socket channels (ZeroMQ ``ipc``) in ``directory`` instead of TCP ports.
+
+    Over TCP, jupyter_client picks five free ports on 127.0.0.1 and the kernel binds them a moment later; on a
+    busy machine another process can take one in between, and the kernel dies ("Address already in use", then
+    "Kernel died before replying to kernel_info"). Socket files named after this kernel cannot be taken. Where
+    their path would be too long for a Unix socket, the kernel keeps TCP.
+    """
+    import uuid
+    ip = os.path.join(directory or tempfile.gettempdir(), f"kernel-{uuid.uuid4().hex[:12]}")
+    if len(ip) + len("-99") < 100 and os.name == "posix":   # sun_path holds 107 bytes
+        km.transport, km.ip = "ipc", ip
+
+
 class ForkServer:
     """A warm process forking kernels, for the duration of a ``with`` block.
 
