@@ -62,6 +62,31 @@ def pytest_xdist_make_scheduler(config, log):
     return _Grouped(config, log)
 
 
+def pytest_sessionstart(session):
+    """Stop at once, saying why, if a shell that sshd starts is slow: every SSH test would time out.
+
+    bash started by sshd reads ``~/.bashrc`` even for a single command. Seen on this project's machine: a stale
+    pyenv lock (``~/.pyenv/shims/.pyenv-shim``) left by a killed process made ``eval "$(pyenv init -)"`` in it
+    wait 60 s, and a whole run then failed test after test, far from the cause.
+    """
+    if getattr(session.config, "workerinput", None) is not None or not Path("/bin/bash").exists():
+        return   # the controller checks, once
+    import subprocess
+    import time
+    start = time.monotonic()
+    try:
+        subprocess.run(["/bin/bash", "-c", "true"], env={**os.environ, "SSH_CLIENT": "127.0.0.1 40000 22", "SHLVL": "0"},
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    took = time.monotonic() - start
+    if took > 10:
+        raise pytest.UsageError(
+            f"a shell as sshd starts it (bash reading {Path.home() / '.bashrc'}) took {took:.0f} s to run `true`; "
+            f"every test that runs commands over SSH would time out. Find what the start-up files wait for (a "
+            f"stale lock such as ~/.pyenv/shims/.pyenv-shim, a network mount) and run the tests again.")
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
