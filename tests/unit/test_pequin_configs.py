@@ -387,3 +387,43 @@ def test_the_paper_scale_derives_the_authors_configs_for_the_cloudlab_cluster_an
                                                                              "Uniform-Eager-c4.json"]
     with pytest.raises(ConfigError, match="a run on a cluster of ours sets its client counts"):
         generate_inputs(project, make_plan(claim, {"scale": "rehearsal", "clients": [0]}), ours, {})
+
+
+def test_configs_of_one_name_in_different_folders_get_their_folder_and_each_point_reads_its_own(tmp_path, monkeypatch):
+    """The point-scan configs are all named after their range (100.json in Point, Scan/no condition and Scan/with
+    condition): the generated ones carry their folder, each is made for its point of the sweep, and the job script
+    gives each point's step the name of its own ($RB_INPUT)."""
+    from reprobook.papers.pesto.pequin import input_names
+    from reprobook.remote.steps import build_script
+    from reprobook.core.config import HostSpec
+    base = "experiment-configs/Pesto/2-Microbenchmarks/1-Scan-Point/"
+    assert input_names([base + "Point/100.json", base + "Scan/no condition/100.json", base + "Scan/with condition/100.json",
+                        base + "Point/10.json"]) == {
+        base + "Point/100.json": "Point-100", base + "Scan/no condition/100.json": "no_condition-100",
+        base + "Scan/with condition/100.json": "with_condition-100", base + "Point/10.json": "10"}
+    assert input_names(["a/x/1.json", "b/x/1.json"]) == {"a/x/1.json": "a-x-1", "b/x/1.json": "b-x-1"}
+
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", "us-east-1-0", "client-0-0")}
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/point-scan", facts,
+                                                    clients=("client-0-0",))
+    assert [m.name for m in made] == ["Point-10-c1.json", "no_condition-10-c1.json", "with_condition-10-c1.json",
+                                      "Point-100-c1.json", "no_condition-100-c1.json", "with_condition-100-c1.json"]
+    assert made[2].point == {"clients": 1, "configs": base + "Scan/with condition/10.json"}
+    c = configs["with_condition-100-c1.json"]
+    assert (c["max_range"], c["scan_as_point"], c["rw_secondary_condition"], c["client_total"]) == (100, False, True, [[1]])
+    # the job script: every point of the sweep step exports the name of the config made for it
+    plan = make_plan(claim, {"scale": "rehearsal"})
+    script = build_script(project.paper(claim.paper), plan, HostSpec("local", "local", str(tmp_path / "w")),
+                          str(tmp_path / "rd"), inputs={m.name: m.data for m in made},
+                          input_points={m.name: m.point for m in made})
+    exported = [line.split("=", 1)[1] for line in script.splitlines() if line.startswith("export RB_INPUT=")]
+    assert exported == [m.name for m in made]
+    # the loader labels each kind of read by its config, not by its name (the point reads' configs set a condition too)
+    from reprobook.papers.pesto.loaders import _pesto_labels
+    for m in made:
+        # as the harness resolves a config for one point: its one protocol, settings and shard count
+        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
+                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
+        row = _pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))
+        kind = {"Point": "Point", "no_condition": "Scan", "with_condition": "Scan-Cond"}[m.name.split("-")[0]]
+        assert (row["experiment"], row["type"], row["range_size"]) == ("point-scan", kind, json.loads(m.data)["max_range"])

@@ -10,7 +10,8 @@ Before a live run starts, once its hosts are surveyed, `generate` calls it with 
 resolved parameters (adapted to the hosts, see `reprobook.core.scales.adapt`), the run's placement and
 the facts probed on its hosts; each `RunInput` it returns is kept in the run's ``inputs/`` (with the diff
 against the authors' file it came from), recorded in the manifest with its sha256, and written
-on the host before the first step, where the steps read it as ``$RB_INPUTS/<name>``. The
+on the host before the first step, where the steps read it as ``$RB_INPUTS/<name>`` (a sweep step: the input
+made for its point as ``$RB_INPUTS/$RB_INPUT``). The
 authors' files are never written. Generated inputs follow from the claim, parameters and
 placement (the run's id) and the hosts; inputs given by the caller make a different run.
 """
@@ -26,12 +27,17 @@ from reprobook.errors import ConfigError
 
 @dataclass(frozen=True)
 class RunInput:
-    """One generated file: its name on the host, its bytes, where it came from and how it differs from that."""
+    """One generated file: its name on the host, its bytes, where it came from and how it differs from that.
+
+    ``point``: the sweep point it is made for (sweep parameter -> value; a point it names fewer parameters of
+    matches too). A sweep step of that point finds its name in ``$RB_INPUT``, so that the steps need not
+    know how a generator names its files (two configs of one name in different folders, say)."""
 
     name: str
     data: bytes
     source: str = ""
     diff: str = ""
+    point: Mapping[str, Any] | None = None
 
 
 Generator = Callable[..., "list[RunInput]"]

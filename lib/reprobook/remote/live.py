@@ -128,7 +128,7 @@ def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False
             kept = kept.made_for(project, used, placement, facts)
             script = build_script(project.paper(claim.paper), used, specs[placement.control],
                                   Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
-                                  inputs=kept.data)
+                                  inputs=kept.data, input_points=kept.points)
             shortfalls = ([s for lines in sv.shortfalls.values() for s in lines] if placement.single else
                           [f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
             return _start(project, plan, store, host, script, used, resume, kept, progress, poll_s, on_run,
@@ -145,6 +145,11 @@ class _RunInputs:
     data: Mapping[str, bytes]
     origins: Mapping[str, object]
     generate: bool = False
+
+    @property
+    def points(self) -> dict[str, Mapping]:
+        """Name -> the sweep point a generated input is made for (`reprobook.core.inputs.RunInput.point`)."""
+        return {n: o.point for n, o in self.origins.items() if getattr(o, "point", None)}
 
     def made_for(self, project, plan: RunPlan, placement: Placement, facts: Mapping[str, Mapping]) -> "_RunInputs":
         if not self.generate:
@@ -170,6 +175,9 @@ def _keep_inputs(run: Run, kept: _RunInputs) -> None:
             record[name]["source"] = origin.source
             write_atomic(run.path / "inputs" / f"{name}.diff", origin.diff)
             record[name]["diff"] = f"inputs/{name}.diff"
+        if origin is not None and getattr(origin, "point", None):
+            record[name]["point"] = {k: (v if isinstance(v, (str, int, float, bool)) else str(v))
+                                     for k, v in origin.point.items()}
     run.update(inputs=record)
 
 

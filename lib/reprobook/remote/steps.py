@@ -49,7 +49,7 @@ import base64
 import hashlib
 import re
 import shlex
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
 from reprobook.core.plan import RunPlan
@@ -246,6 +246,14 @@ def param_env(plan: RunPlan) -> dict[str, str]:
     return {"RB_" + name.upper(): _env_value(val) for name, val in plan.params.items()}
 
 
+def input_for(point: Mapping[str, Any], input_points: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The one input made for ``point`` (all the parameters its point names have the point's values), or None
+    when none is or several are."""
+    found = [name for name, made in input_points.items()
+             if made and all(k in point and _env_value(point[k]) == _env_value(v) for k, v in made.items())]
+    return found[0] if len(found) == 1 else None
+
+
 def point_words(point: Mapping[str, object]) -> str:
     """``system=pesto clients=10``: a point as the log and the progress show it."""
     return " ".join(f"{k}={_env_value(v)}" for k, v in point.items())
@@ -337,13 +345,16 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
 
 def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str, *,
                  placement=None, members: Mapping[str, HostSpec] | None = None,
-                 inputs: Mapping[str, bytes | str] | None = None) -> str:
+                 inputs: Mapping[str, bytes | str] | None = None,
+                 input_points: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable.
 
     ``placement`` (a `reprobook.remote.placement.Placement`) gives the hosts of each role, and ``members`` their
     `HostSpec` (for their workdirs); without them, every role is ``host``. ``inputs`` are files made where
     reprobook runs (generated experiment configs): the job writes them into ``$RB_RUN_DIR/inputs/<name>``
-    before its first step (``RB_INPUTS`` names the directory). The parameters are ``run.params``: a plan's
+    before its first step (``RB_INPUTS`` names the directory); ``input_points`` (name -> the sweep point it is
+    made for, `reprobook.core.inputs.RunInput.point`) give a sweep step's point its ``RB_INPUT``, the one input
+    made for it. The parameters are ``run.params``: a plan's
     (`reprobook.core.plan.make_plan`), as the hosts adapted them (`RunPlan.using`).
     """
     q = shlex.quote
@@ -392,6 +403,9 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
             if point is not None:
                 point_env = {"RB_" + a.upper(): _env_value(v) for a, v in point.items()}
                 point_env.update(RB_POINT=str(k), RB_POINT_NAME=point_words(point))
+                made_for = input_for(point, input_points or {})
+                if made_for:
+                    point_env["RB_INPUT"] = made_for
                 step_env.update(point_env)
                 exports = "\n".join(f"export {a}={q(v)}" for a, v in point_env.items())
             role = (step.role if step is not None else "") or claim.control_role

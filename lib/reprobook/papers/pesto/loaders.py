@@ -316,12 +316,15 @@ def _pesto_labels(config: Mapping, path: Path, name: str, stats: Path) -> dict:
            "scale": len(config["server_names"]) if protocol == "crdb" else shards}
     if workload in ("TPCC", "Auctionmark", "Seats"):
         row["experiment"] = "workloads"
-    if benchmark == "rw-sql" and name.isdigit():  # the authors name these configs by their range: <rows>.json
+    authors = re.sub(r"-c[0-9]+$", "", name)   # a config reprobook derived for a client count: <name>-c<clients>
+    # the authors name the point-scan configs by their range, <rows>.json (reprobook: <folder>-<rows>.json)
+    rows = re.fullmatch(r"(?:.*-)?([0-9]+)", authors)
+    if benchmark == "rw-sql" and rows and config.get("max_range") == int(rows.group(1)):
         row["experiment"] = "point-scan"
-        row["type"] = ("Scan-Cond" if config.get("rw_secondary_condition") is True else
-                       "Point" if config.get("scan_as_point") is True else "Scan")
+        # the point reads' configs set rw_secondary_condition too: scan_as_point decides
+        row["type"] = ("Point" if config.get("scan_as_point") is True else
+                       "Scan-Cond" if config.get("rw_secondary_condition") is True else "Scan")
         row["range_size"] = config.get("max_range")
-    authors = re.sub(r"-c[0-9]+$", "", name)   # a config reprobook derived for a client count: <stem>-c<clients>
     if authors in MICRO:
         row["experiment"], row["access"], row["mode"] = MICRO[authors]
     return row

@@ -441,11 +441,31 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
         raise ConfigError(f"{claim.key}: on the paper's cluster each config runs its own client settings; "
                           f"-p clients ({', '.join(map(str, given))}) is for a cluster of ours (-p scale rehearsal)")
     files = params[parameter]
+    files = [files] if isinstance(files, str) else list(files)
+    names = input_names(files)
     out = []
-    for path in ([files] if isinstance(files, str) else files):
+    for path in files:
         ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
-        gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())})
-        out.append(RunInput(Path(path).name, gen.text().encode(), source=str(ref), diff=gen.diff()))
+        gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())},
+                       name=f"{names[path]}.json")
+        out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
+                            point={parameter: str(path)}))
+    return out
+
+
+def input_names(paths: Sequence[str]) -> dict[str, str]:
+    """A file name (without ``.json``) for each authors' config among ``paths``, unique among them: the file's
+    own stem where no other has it, else the fewest folders above it that tell them apart, joined with ``-``
+    (``Point-100`` and ``with_condition-100`` for the point-scan configs, which are all ``<rows>.json``).
+    The harness names a point's outputs after it (``<name>-<series>-<point>.json``)."""
+    parts = {str(p): [x.replace(" ", "_") for x in Path(str(p)).with_suffix("").parts] for p in paths}
+    out = {}
+    for path, mine in parts.items():
+        for k in range(1, len(mine) + 1):
+            name = "-".join(mine[-k:])
+            if not any(o[-k:] == mine[-k:] for p, o in parts.items() if p != path):
+                break
+        out[path] = name
     return out
 
 
@@ -564,8 +584,9 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                     parameter: str = "configs", repository: str = "pequin-artifact", sweep: str = "clients",
                     facts: Mapping | None = None, labels: Mapping[str, Any] | None = None) -> list[RunInput]:
     """One config per point of the claim's sweep, from the authors' configs, for the harness on the run's
-    placement (`for_cluster`): ``<stem>-c<clients>.json`` for each config the claim's ``parameter`` names (or
-    the one ``config``) and each client count of its ``sweep`` parameter.
+    placement (`for_cluster`): ``<name>-c<clients>.json`` for each config the claim's ``parameter`` names (or
+    the one ``config``; ``<name>`` by `input_names`) and each client count of its ``sweep`` parameter, each
+    made for its point of the sweep (the step reads ``$RB_INPUTS/$RB_INPUT``).
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
     ``tables`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
@@ -608,6 +629,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
         systems.check_placement(claim.key, which.name, placement.roles)
         originals.append((str(path), ref, original))
     user = users.pop() if users else "root"
+    names = input_names([path for path, _, _ in originals])
     points = params[sweep]
     if any(int(c) <= 0 for c in ([points] if isinstance(points, int) else points)):
         raise ConfigError(f"{claim.key}: a run on a cluster of ours sets its client counts: give -p {sweep} "
@@ -622,6 +644,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          tables=int(params["tables"]) if params.get("tables") else None,
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
                          single_threaded=bool(params.get("small_host")), labels=labels)
-        gen = for_cluster(original, run, name=f"{Path(path).stem}-c{int(clients)}.json")
-        out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff()))
+        gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
+        out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
+                            point={sweep: int(clients), **({} if config else {parameter: path})}))
     return out
