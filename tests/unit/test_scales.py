@@ -372,3 +372,18 @@ def test_a_bad_only_at_is_a_config_error_naming_the_key(tmp_path, check, key, wo
         load_paper(_paper(tmp_path, origin, commit, extra={"checks": [
             {"kind": "at_least", "what": "w", "value": "v", "min": 1, **check}]}))
     assert err.value.key == key and words in str(err.value), str(err.value)
+
+
+def test_a_claim_already_at_a_scale_keeps_what_was_changed_on_it(root):
+    """A scale's own steps and roles are put in place once: a claim at the rehearsal scale whose steps a caller
+    changed (a test keeping one step, say) keeps them through make_plan, and asking for the paper's scale gives the
+    paper's fields back."""
+    import dataclasses
+    claim = load_project(root).claim("pesto/inconsistency")
+    rehearsal = claim.at_scale("rehearsal")
+    assert rehearsal.at == "rehearsal" and rehearsal.roles["server"].max == 1 and rehearsal.setup != claim.setup
+    assert rehearsal.at_scale("rehearsal") is rehearsal
+    one_step = dataclasses.replace(rehearsal, setup=rehearsal.setup[:1])
+    assert make_plan(one_step, {"scale": "rehearsal"}).claim.setup == rehearsal.setup[:1]
+    paper = make_plan(one_step, {"scale": "paper"}).claim
+    assert (paper.roles["server"].min, paper.setup, paper.inputs) == (6, claim.setup, claim.inputs)

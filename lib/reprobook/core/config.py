@@ -162,6 +162,8 @@ class Claim:
     # what a scale changes of the claim besides parameter values (scale -> field -> value: requires, roles, inputs,
     # setup, run, repositories), e.g. a rehearsal on one small server instead of the paper's cluster; see `at_scale`
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the scale whose variant `at_scale` put in place (None: the claim as its paper file declares it)
+    at: str | None = field(default=None, compare=False)
 
     @property
     def control_role(self) -> str:
@@ -206,11 +208,14 @@ class Claim:
         """The claim as it runs at scale ``name``: its fields with those the scale gives of its own (``requires``,
         ``roles``, ``inputs``, ``setup``, ``run``, ``repositories``) in their place. The same claim for a scale
         that changes none, for None and for a claim without scales. `reprobook.core.plan.make_plan` calls it, so a
-        run's plan holds the claim of its scale."""
+        run's plan holds the claim of its scale. A claim already at ``name`` is returned as it is, so that a field
+        changed on it since (``dataclasses.replace``) stays changed."""
+        if name and self.at == name:
+            return self
         over = self.variants.get(name or "") if name else None
         if not over or all(getattr(self, k) == v for k, v in over.items()):
             return self
-        return dataclasses.replace(self, **over)
+        return dataclasses.replace(self, at=name, **over)
 
     def scale_of(self, params: Mapping | None) -> str | None:
         """The scale a run with ``params`` is at (None for a claim without scales)."""
