@@ -100,9 +100,13 @@ def test_the_guides_machines_by_name(site, tmp_path):
 
 def test_portal_parameters_change_hardware_and_counts_and_a_count_out_of_range_is_an_error(site, tmp_path):
     script = tmp_path / "p.py"
-    assert main(["cloudlab", "profile", "pesto/sample-runs", "--scale", "rehearsal", "-o", str(script)]) == 0
-    rehearsal = _nodes(genilib.run_profile(script, tmp_path / "r.xml"))
-    assert len(rehearsal) == 8 and "client-0-0" in rehearsal and "client-1-0" not in rehearsal  # a client at least
+    assert main(["cloudlab", "profile", "pesto/sample-runs", "--scale", "rehearsal", "-o", str(tmp_path / "r.py")]) == 0
+    rehearsal = _nodes(genilib.run_profile(tmp_path / "r.py", tmp_path / "r.xml"))
+    assert sorted(rehearsal) == ["client-0-0", "control", "us-east-1-0"]   # one server, a client at least
+    assert main(["cloudlab", "profile", "pesto/sample-runs", "--scale", "paper", "-o", str(script)]) == 0
+    paper = _nodes(genilib.run_profile(script, tmp_path / "p.xml"))
+    # the guide's cluster: the control machine, six servers and a client node for each, as the configs name them
+    assert len(paper) == 13 and {f"client-{i}-0" for i in range(6)} <= set(paper) and "client-0-1" not in paper
     got = _nodes(genilib.run_profile(script, tmp_path / "q.xml", {"hw_server": "c6525-25g", "n_client": 3}))
     assert [n for n in got if n.startswith("client")] == ["client-0-0", "client-1-0", "client-2-0"]
     assert got["us-east-1-0"][0] == "c6525-25g" and got["control"][0] == "m510"

@@ -427,3 +427,22 @@ def test_configs_of_one_name_in_different_folders_get_their_folder_and_each_poin
         row = _pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))
         kind = {"Point": "Point", "no_condition": "Scan", "with_condition": "Scan-Cond"}[m.name.split("-")[0]]
         assert (row["experiment"], row["type"], row["range_size"]) == ("point-scan", kind, json.loads(m.data)["max_range"])
+
+
+def test_the_tpcc_rehearsal_runs_the_samples_config_on_the_warehouses_it_generates(tmp_path, monkeypatch):
+    """The sample runs' rehearsal: the authors' TPCC config of the sample, with the warehouses of the parameter
+    (the data the control host generates into the run's data directory, which the config names)."""
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/sample-runs", facts)
+    assert sorted(configs) == ["Pequin-TPCC-SQL-20wh-c2.json", "Pequin-TPCC-SQL-20wh-c4.json"]
+    c = configs["Pequin-TPCC-SQL-20wh-c4.json"]
+    workdir = project.hosts.host("local").workdir.rstrip("/")
+    assert (c["tpcc_num_warehouses"], c["benchmark_name"], c["fault_tolerance"]) == (1, "tpcc-sql", 0)
+    assert c["benchmark_schema_file_path"] == f"{workdir}/pequin/data/sql-tpcc-tables-schema.json"
+    assert c["client_total"] == [[4]] and c["server_load_time"] == 25
+    assert '-  "tpcc_num_warehouses": 20,' in made[1].diff and '+  "tpcc_num_warehouses": 1,' in made[1].diff
+    plan = make_plan(claim, {"scale": "rehearsal"})
+    assert any(d.kind == "size" and "warehouses" in d.what for d in plan.deviations)
+    assert "generate the TPC-C data" in plan.claim.setup[-1].name
+    five = _cluster_inputs(tmp_path, monkeypatch, "pesto/sample-runs", facts, {"warehouses": 5})[2]
+    assert five["Pequin-TPCC-SQL-20wh-c2.json"]["tpcc_num_warehouses"] == 5

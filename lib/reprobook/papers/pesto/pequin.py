@@ -508,6 +508,7 @@ class ClusterRun:
     pin_cores: int = 0
     single_threaded: bool = False
     labels: Mapping[str, Any] | None = None
+    warehouses: int | None = None
 
 
 def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | None = None) -> GeneratedConfig:
@@ -516,7 +517,7 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     One shard on ``run.servers`` with no replication (``fault_tolerance`` 0), ``run.client_nodes``
     client nodes per server, one client setting; the authors' paths (their CloudLab home, keys,
     data, ``/mnt/extra``) moved under ``run.root``; bare host names (the cluster's, as the control
-    host's SSH config knows them); durations, table sizes and port from ``run``; the pin lists cut
+    host's SSH config knows them); durations, table sizes, TPC-C's warehouses and port from ``run``; the pin lists cut
     to the hosts' CPUs; with ``single_threaded`` the server's request processing on one thread.
     What is not about the cluster or the sizes stays the authors'.
     """
@@ -561,6 +562,8 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
             config["num_tables"] = run.tables
     if "client_num_keys" in config:
         config["client_num_keys"] = run.keys
+    if run.warehouses and "tpcc_num_warehouses" in config:   # the TPC-C data the control host generates for them
+        config["tpcc_num_warehouses"] = run.warehouses
     for key in ("pin_server_processes", "pin_client_processes"):
         if isinstance(config.get(key), list):
             config[key] = [c for c in config[key] if isinstance(c, int) and c < run.pin_cores]
@@ -589,7 +592,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     made for its point of the sweep (the step reads ``$RB_INPUTS/$RB_INPUT``).
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
-    ``tables`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
+    ``tables`` and ``warehouses`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
     control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
     """
     from reprobook.core import artifacts
@@ -643,7 +646,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          ramp_s=int(params["ramp_s"]), load_s=int(params["load_s"]), keys=int(params["keys"]),
                          tables=int(params["tables"]) if params.get("tables") else None,
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
-                         single_threaded=bool(params.get("small_host")), labels=labels)
+                         single_threaded=bool(params.get("small_host")), labels=labels,
+                         warehouses=int(params["warehouses"]) if params.get("warehouses") else None)
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
