@@ -1,8 +1,8 @@
 """The authors' harness for Pesto and TAPIR, unchanged, on a loopback cluster of four real sshd hosts.
 
-Two claims of the Pesto chapter that run live (``pesto/basil-workloads``, whose rehearsal runs TAPIR on
-Retwis, and ``pesto/inconsistency``, whose rehearsal runs Pesto's U Ideal config) are taken from the
-project's own paper file and run at their rehearsal scale, with one change: instead of the 45-minute
+Three claims of the Pesto chapter that run live (``pesto/basil-workloads``, whose rehearsal runs TAPIR on
+Retwis, ``pesto/inconsistency``, whose rehearsal runs Pesto's U Ideal config, and ``pesto/point-scan``, whose
+configs share their file names across folders) are taken from the project's own paper file and run at their rehearsal scale, with one change: instead of the 45-minute
 build, their rehearsal's setup puts STAND-IN binaries in place (`tests.support.pequin_harness`, a fixture: paced no-op
 clients in the real output format). Everything else is real: the Pequin checkout from the local git
 mirror with the recorded source fixes applied, the adaptation to this 2-CPU machine (the
@@ -41,15 +41,16 @@ PEQUIN = GIT_MIRROR / "fsuri" / "Pequin-Artifact"
 FAST = {"scale": "rehearsal", "duration_s": 6, "ramp_s": 1, "load_s": 1}
 
 
-TAPIR, PESTO = "standin/basil-workloads", "standin/inconsistency"
-"""The claims whose rehearsals run here: TAPIR on Retwis, and Pesto's U Ideal config on rw-sql."""
+TAPIR, PESTO, POINT_SCAN = "standin/basil-workloads", "standin/inconsistency", "standin/point-scan"
+"""The claims whose rehearsals run here: TAPIR on Retwis, Pesto's U Ideal config on rw-sql, and Pesto's point
+reads, scans and conditional scans (configs of one name in different folders)."""
 
 
 def standin_paper(src: str, root: str) -> dict:
     """The project's claims that rehearse on a cluster of ours, their rehearsal's setup the stand-in's (keys only;
     the ship step is the real one)."""
     real = yaml.safe_load((ROOT / "configs" / "papers" / "pesto.yaml").read_text())
-    claims = [c for c in real["claims"] if f"standin/{c['id']}" in (TAPIR, PESTO)]
+    claims = [c for c in real["claims"] if f"standin/{c['id']}" in (TAPIR, PESTO, POINT_SCAN)]
     for c in claims:
         rehearsal = c["scales"]["rehearsal"]
         ship = next(s for s in rehearsal["setup"] if s["name"].startswith("ship "))
@@ -60,7 +61,8 @@ def standin_paper(src: str, root: str) -> dict:
                            "root": {"default": root, "help": "one directory on every host"},
                            "output_dir": {"default": f"{root}/output", "help": "outputs"}}
         c["outputs"] = {"runs": {"path": f"{root}/output", "glob": "*", "description": "the harness's outputs"}}
-    tables = [t for t in real["published_tables"] if t["id"] == "snapshot-curves"]
+    named = {t for c in claims for t in c.get("published_tables", ())}
+    tables = [t for t in real["published_tables"] if t["id"] in named]
     return {"paper": {**real["paper"], "id": "standin", "title": "Pesto (stand-in binaries)"},
             "repositories": real["repositories"], "published_tables": tables, "claims": claims}
 
@@ -231,3 +233,26 @@ def test_tapir_cut_in_the_middle_resumes_without_running_finished_points_again(c
     config = _generated(run, "Tapir-Retwis-c2.json")
     assert "multi_threading" not in json.dumps(config["replication_protocol_settings"])
     assert config["client_num_keys"] == 10000 and config["client_experiment_length"] == 6
+
+
+def test_point_reads_and_scans_of_one_file_name_run_through_the_real_harness_each_on_its_own_config(cluster):
+    """The point-scan configs are all named after their range (10.json in Point, Scan/no condition and Scan/with
+    condition): each point of the sweep runs the config generated for it ($RB_INPUT), the harness names its
+    outputs after that config, and the loader labels each kind of read from the config the harness resolved."""
+    project = load_project(cluster)
+    claim = project.claim(POINT_SCAN)
+    base = "experiment-configs/Pesto/2-Microbenchmarks/1-Scan-Point/"
+    configs = [base + "Point/10.json", base + "Scan/with condition/10.json"]
+    run = perform(project, claim, "rehearsal", {**FAST, "clients": [1], "configs": configs}, progress=False,
+                  poll_s=0.5)
+    assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
+    assert sorted(run.manifest["inputs"]) == ["Point-10-c1.json", "with_condition-10-c1.json"]
+    assert run.manifest["inputs"]["Point-10-c1.json"]["point"] == {"clients": 1, "configs": configs[0]}
+    verdict, data = claim_verdict(claim, run)
+    rows = data.sort_values("config")
+    assert list(rows["config"]) == ["Point-10-c1", "with_condition-10-c1"]
+    assert list(rows["type"]) == ["Point", "Scan-Cond"] and list(rows["range_size"]) == [10, 10]
+    assert list(rows["experiment"]) == ["point-scan"] * 2 and (rows["tput_tx_per_s"] > 0).all()
+    # what a rehearsal judges holds; the stand-in server keeps no count; the paper's comparisons need its scale
+    assert rehearsal_verdicts(verdict) == ["holds", "holds", "inconclusive"], verdict
+    assert [v for w, v in verdict if not w.startswith(REHEARSAL_CHECKS)] == ["inconclusive"] * 4, verdict
