@@ -30,13 +30,13 @@ RSPEC = "http://www.geni.net/resources/rspec/3"
 EMULAB = "http://www.protogeni.net/resources/rspec/ext/emulab/1"
 
 
-def _request(tmp_path: Path, claim: str) -> str:
+def _request(tmp_path: Path, claim: str, scale: str = "rehearsal") -> str:
     try:
         genilib.site_dir()
     except genilib.Unavailable as exc:
         unavailable(str(exc))
     script = tmp_path / "profile.py"
-    subprocess.run(REPROBOOK + ["cloudlab", "profile", claim, "--scale", "rehearsal", "-o", str(script)],
+    subprocess.run(REPROBOOK + ["cloudlab", "profile", claim, "--scale", scale, "-o", str(script)],
                    check=True, capture_output=True, text=True, timeout=120)
     return genilib.run_profile(script, tmp_path / "request.xml")
 
@@ -123,24 +123,24 @@ def test_pesto_rehearsal_profile_to_a_checked_cluster(bed, user_ssh, tmp_path):
     assert plan.returncode == 0 and "role server: us-east-1-0" in plan.stdout, plan.stdout + plan.stderr
 
 
-def test_sample_runs_rehearsal_with_a_host_down_names_it_and_writes_the_others(bed, user_ssh, tmp_path):
-    claim = "pesto/sample-runs"
-    names = _manifest(_request(tmp_path, claim), bed, 80, tmp_path / "manifest.xml")
+def test_sample_runs_paper_cluster_with_a_host_down_names_it_and_writes_the_others(bed, user_ssh, tmp_path):
+    claim = "pesto/sample-runs"   # the guide's cluster: the control machine, six servers and a client node for each
+    names = _manifest(_request(tmp_path, claim, "paper"), bed, 80, tmp_path / "manifest.xml")
     assert names == ["control", "us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1",
-                     "eu-west-1-2", "client-0-0"]
+                     "eu-west-1-2", *(f"client-{i}-0" for i in range(6))]
     bed.servers["lo-eu-west-1-1"].stop()
     res, took = _import(tmp_path / "manifest.xml", "pesto", claim, tmp_path / "work")
-    print(f"\n{res.stdout}\nimport and check of 8 loopback hosts, one down: {took:.1f} s")
+    print(f"\n{res.stdout}\nimport and check of 13 loopback hosts, one down: {took:.1f} s")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "cluster pesto: 7 of 8 hosts answered" in res.stdout
+    assert "cluster pesto: 12 of 13 hosts answered" in res.stdout
     assert "eu-west-1-1 (server): not reachable" in res.stdout
     assert "  us-east-1-0 (server): " in res.stdout and "us-east-1-0 (server): not reachable" not in res.stdout
     assert len(load_hosts(user_ssh).clusters["pesto"].roles["server"]) == 6   # written all the same
     # the host back: importing again records its key and every host answers
     bed.servers["lo-eu-west-1-1"].start()
     res, _ = _import(tmp_path / "manifest.xml", "pesto", claim, tmp_path / "work")
-    assert "cluster pesto: 8 of 8 hosts answered" in res.stdout, res.stdout + res.stderr
-    assert len(bed.known_hosts_path.read_text().splitlines()) == 8
+    assert "cluster pesto: 13 of 13 hosts answered" in res.stdout, res.stdout + res.stderr
+    assert len(bed.known_hosts_path.read_text().splitlines()) == 13
     # what may still fall short here is the guide's machine (Ubuntu, GNU parallel), never a host's reachability
     for line in res.stdout.splitlines():
         if "falls short" in line:

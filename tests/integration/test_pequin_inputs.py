@@ -20,9 +20,9 @@ from tests.integration.test_pequin_harness import (FAST, POINT_SCAN, REHEARSAL_C
                                                    rehearsal_verdicts, standin_cluster)
 
 pytestmark = pytest.mark.ssh
-HOSTS = {"control": "127.0.0.80", "us-east-1-0": "127.0.0.81", "client-0-0": "127.0.0.82", "client-0-1": "127.0.0.83"}
-"""Addresses of its own: this module may run while the harness module's cluster (127.0.0.50 to 53) runs its
-servers on the harness's fixed ports."""
+HOSTS = {"control": "127.0.0.120", "us-east-1-0": "127.0.0.121", "client-0-0": "127.0.0.122", "client-0-1": "127.0.0.123"}
+"""Addresses of their own: this module may run while the harness module's cluster (127.0.0.50 to 53) runs its
+servers on the harness's fixed ports, and while the CloudLab round trip's hosts (127.0.0.70 to 92) answer."""
 
 
 @pytest.fixture
