@@ -82,7 +82,8 @@ def test_a_sweep_is_one_value_per_line():
     form = rb.panel("pesto/sample-runs").form
     assert form.fields["configs"].value.splitlines() == list(form.claim.parameters["configs"].default)
     form.fields["configs"].value = "a.json\n\nwith condition/b.json\n"
-    assert form.values() == {"configs": ["a.json", "with condition/b.json"]}
+    # the claim has scales: the form says which one, the paper's unless chosen
+    assert form.values() == {"scale": "paper", "configs": ["a.json", "with condition/b.json"]}
     form.fields["configs"].value = ""
     with pytest.raises(rb.ConfigError, match="sweep axis and needs at least one value"):
         form.values()
