@@ -150,30 +150,41 @@ def _step_times(log: str) -> list[dict]:
     return steps
 
 
-def test_tapir_and_pesto_built_from_source_and_run_through_the_authors_harness(cluster):
+def _rehearse(cluster, claim_id: str, attempt: dict):
+    """Run ``claim_id`` at its rehearsal scale on the loopback cluster, print its step times, table and verdicts,
+    and add them to ``attempt`` (the summary); returns the measured table and the verdict."""
     project = cluster.project
-    attempt = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "claims": {}}
+    claim = project.claim(claim_id)
+    t0 = time.monotonic()
+    run = perform(project, claim, "rehearsal", {"scale": "rehearsal"}, new=True,
+                  progress=True, poll_s=5, on_run=lambda r: cluster.started.append(r.id))
+    wall = time.monotonic() - t0
+    log = (run.path / "log.txt").read_text()
+    assert run.status == "succeeded", log[-4000:]
+    outputs = from_run(claim, run)
+    data = load(claim, outputs)
+    verdict = check(claim, data, outputs)
+    attempt["claims"][claim_id] = {
+        "run": run.id, "wall_s": round(wall), "steps": _step_times(log),
+        "adapted": run.manifest.get("adapted", []), "points": json.loads(data.to_json(orient="records")),
+        "checks": [(r.what, r.verdict.value, r.reason) for r in verdict.checks]}
+    print(f"\n{claim_id}: {run.id}, {wall:.0f} s")
+    for s in _step_times(log):
+        print(f"  step {s['step']}: {s['seconds']} s  {s['name']}")
+    print(data.drop(columns=["directory"]).round(2).to_string())
+    for r in verdict.checks:
+        print(f"  {r.verdict.value}: {r.what}")
+    return data, verdict
+
+
+def _attempt() -> dict:
+    return {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "claims": {}}
+
+
+def test_tapir_and_pesto_built_from_source_and_run_through_the_authors_harness(cluster):
+    attempt = _attempt()
     for claim_id in ("pesto/basil-workloads", "pesto/inconsistency", "pesto/point-scan"):
-        claim = project.claim(claim_id)
-        t0 = time.monotonic()
-        run = perform(project, claim, "rehearsal", {"scale": "rehearsal"}, new=True,
-                      progress=True, poll_s=5, on_run=lambda r: cluster.started.append(r.id))
-        wall = time.monotonic() - t0
-        log = (run.path / "log.txt").read_text()
-        assert run.status == "succeeded", log[-4000:]
-        outputs = from_run(claim, run)
-        data = load(claim, outputs)
-        verdict = check(claim, data, outputs)
-        attempt["claims"][claim_id] = {
-            "run": run.id, "wall_s": round(wall), "steps": _step_times(log),
-            "adapted": run.manifest.get("adapted", []), "points": json.loads(data.to_json(orient="records")),
-            "checks": [(r.what, r.verdict.value, r.reason) for r in verdict.checks]}
-        print(f"\n{claim_id}: {run.id}, {wall:.0f} s")
-        for s in _step_times(log):
-            print(f"  step {s['step']}: {s['seconds']} s  {s['name']}")
-        print(data.drop(columns=["directory"]).round(2).to_string())
-        for r in verdict.checks:
-            print(f"  {r.verdict.value}: {r.what}")
+        data, verdict = _rehearse(cluster, claim_id, attempt)
         judged = [r for r in verdict.checks if r.what.startswith(REHEARSAL_CHECKS)]
         assert [r.verdict.value for r in judged[:2]] == ["holds", "holds"], verdict
         if claim_id != "pesto/basil-workloads":  # Pesto: the server's own count beside the clients'
@@ -186,28 +197,8 @@ def test_pesto_on_tpcc_commits_at_every_client_count(cluster):
     """#24, item 5: TPC-C at one warehouse once stalled after about 600 commits (the clients never printed
     "Completed"). The sample runs' TPCC config at rehearsal scale: its data generated here and shipped, and every
     point must commit, with the harness's, the clients' and the server's counts in agreement."""
-    project = cluster.project
-    attempt = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "claims": {}}
-    claim = project.claim("pesto/sample-runs")
-    t0 = time.monotonic()
-    run = perform(project, claim, "rehearsal", {"scale": "rehearsal"}, new=True, progress=True, poll_s=5,
-                  on_run=lambda r: cluster.started.append(r.id))
-    wall = time.monotonic() - t0
-    log = (run.path / "log.txt").read_text()
-    assert run.status == "succeeded", log[-4000:]
-    outputs = from_run(claim, run)
-    data = load(claim, outputs)
-    verdict = check(claim, data, outputs)
-    attempt["claims"][claim.key] = {
-        "run": run.id, "wall_s": round(wall), "steps": _step_times(log), "adapted": run.manifest.get("adapted", []),
-        "points": json.loads(data.to_json(orient="records")),
-        "checks": [(r.what, r.verdict.value, r.reason) for r in verdict.checks]}
-    print(f"\n{claim.key}: {run.id}, {wall:.0f} s")
-    for s in _step_times(log):
-        print(f"  step {s['step']}: {s['seconds']} s  {s['name']}")
-    print(data.drop(columns=["directory"]).round(2).to_string())
-    for r in verdict.checks:
-        print(f"  {r.verdict.value}: {r.what}")
+    attempt = _attempt()
+    data, verdict = _rehearse(cluster, "pesto/sample-runs", attempt)
     _record(attempt)
     judged = [r for r in verdict.checks if r.what.startswith(REHEARSAL_CHECKS)]
     assert [r.verdict.value for r in judged] == ["holds"] * 3, [(r.what, r.reason) for r in judged]
