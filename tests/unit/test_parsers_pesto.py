@@ -353,6 +353,36 @@ def test_basil_loader_labels_failures(sample, tmp_path):
     assert row["faulty_pct"] == 40.0 and row["tput_per_correct_client"] == pytest.approx(200.3556, abs=1e-3)
 
 
+
+@pytest.mark.parametrize("name, config, labels", [
+    ("Indicus-90-2", "Indicus-90-2", {"experiment": "client-failures"}),
+    ("RW-U-EquivReal-Indicus-90-2", "Indicus-90-2", {"experiment": "client-failures"}),
+    ("RW-Z-Indicus-NoFailures-c4", "Indicus-NoFailures", {"experiment": "client-failures"}),
+    ("RW-U-Indicus-c2", "Indicus", {"experiment": "micro", "microbenchmark": "crypto", "crypto": "on"}),
+    ("RW-Z-Indicus-NoCrypto", "Indicus-NoCrypto", {"experiment": "micro", "microbenchmark": "crypto", "crypto": "off"}),
+    ("f+1-c4", "f+1", {"microbenchmark": "reads", "reads": "f+1"}),
+    ("3-Indicus-RW-U", "3-Indicus-RW-U", {"microbenchmark": "sharding", "crypto": "on", "shards": 3}),
+    ("RW-Z-Indicus_4_FP_OFF-c2", "Indicus_4_FP_OFF", {"microbenchmark": "fast-path", "fast_path": "off"}),
+    ("RW-U-Indicus_32", "Indicus_32", {"microbenchmark": "batching", "batch": 32}),
+    ("Something-else", "Something-else", {"experiment": "micro"}),
+])
+def test_basil_loader_reads_the_authors_name_inside_a_derived_one(sample, tmp_path, name, config, labels):
+    """A config reprobook derived is named with the folders that tell it apart and, on a cluster of ours, its
+    client count (pequin.input_names, pequin.cluster): the labels and the ``config`` column are the authors'
+    name's, so the published tables' selections (``config: Indicus-90-2``) find a live run's rows."""
+    point = parse.find_stats([sample / ZINCON])[0].parent.parent
+    copy_point(point, tmp_path / "point")
+    resolved = next((tmp_path / "point").glob("*-0-0.json"))
+    rewrite(resolved, lambda c: c.update(replication_protocol="indicus", benchmark_name="rw",
+                                         client_key_selector="uniform",
+                                         replication_protocol_settings={"inject_failure_type": "client-crash",
+                                                                        "inject_failure_proportion": 90}))
+    resolved.rename(resolved.with_name(f"{name}-0-0.json"))
+    row = get_loader("pesto.basil")(outputs(tmp_path)).iloc[0]
+    assert row["config"] == config
+    assert {k: row[k] for k in labels} == labels
+
+
 # --------------------------------------------------------------------------- knees
 
 def test_knee_of_the_shipped_tpcc_run_is_the_guides_ankle(sample):

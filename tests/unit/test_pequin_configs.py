@@ -248,12 +248,12 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
 # --------------------------------------------------------------------------- the harness on a cluster of ours
 
 def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: dict | None = None,
-                    clients=("client-0-0", "client-0-1")):
+                    clients=("client-0-0", "client-0-1"), servers=("us-east-1-0",)):
     from reprobook.core.inputs import generate as generate_inputs
     from reprobook.remote.placement import Placement
     project = _project_from_git(tmp_path, monkeypatch)
     claim = project.claim(claim_id)
-    placement = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": tuple(clients)}, "control")
+    placement = Placement({"control": ("local",), "server": tuple(servers), "client": tuple(clients)}, "control")
     made = generate_inputs(project, make_plan(claim, {"scale": "rehearsal", **(params or {})}), placement, facts)
     return project, claim, {m.name: json.loads(m.data) for m in made}, made
 
@@ -446,3 +446,75 @@ def test_the_tpcc_rehearsal_runs_the_samples_config_on_the_warehouses_it_generat
     assert "generate the TPC-C data" in plan.claim.setup[-1].name
     five = _cluster_inputs(tmp_path, monkeypatch, "pesto/sample-runs", facts, {"warehouses": 5})[2]
     assert five["Pequin-TPCC-SQL-20wh-c2.json"]["tpcc_num_warehouses"] == 5
+
+
+SIX = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1", "eu-west-1-2")
+
+
+def test_the_failure_rehearsal_runs_six_replicas_with_one_failed(tmp_path, monkeypatch):
+    """A failed replica needs replication: the failures' rehearsal keeps the authors' f = 1 (six replicas, 5f+1) on six
+    servers with a client host each, and the failure configs keep replica 0 failed and their fast-path timeout."""
+    from reprobook.papers.pesto.loaders import _pesto_labels
+    clients = tuple(f"client-{i}-0" for i in range(6))
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *SIX, *clients)}
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/failures", facts, clients=clients,
+                                                    servers=SIX)
+    assert [m.name for m in made] == ["Uniform-Eager-c6.json", "Uniform-Eager-c12.json", "Uniform-NoFP-c6.json",
+                                      "Uniform-NoFP-c12.json", "Uniform-Failure-2-c6.json", "Uniform-Failure-2-c12.json"]
+    fp = configs["Uniform-Failure-2-c12.json"]
+    assert fp["fault_tolerance"] == 1 and fp["server_names"] == [list(SIX)] and fp["client_nodes_per_server"] == 1
+    settings = fp["replication_protocol_settings"][0]
+    assert (settings["simulate_replica_failure"], settings["p1_decision_timeout"]) == (True, 2)
+    assert configs["Uniform-NoFP-c6.json"]["replication_protocol_settings"][0]["simulate_replica_failure"] is False
+    assert fp["client_total"] == [[12]]
+    modes = {}
+    for m in made:
+        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
+                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
+        row = _pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))
+        modes[m.name] = (row["system"], row["access"], row["mode"])
+    assert set(modes.values()) == {("Pesto", "U", "Ideal"), ("Pesto", "U", "NoFP"), ("Pesto", "U", "FP")}
+    plan = make_plan(claim, {"scale": "rehearsal"})
+    assert [d.kind for d in plan.deviations if d.kind == "cluster"] and \
+        "six replicas" in next(d.what for d in plan.deviations if d.kind == "cluster")
+
+
+def test_a_replicated_rehearsal_on_too_few_servers_is_refused_naming_the_replicas_it_needs(tmp_path, monkeypatch):
+    from reprobook.papers.pesto.pequin import ClusterRun, for_cluster
+    clients = tuple(f"client-{i}-0" for i in range(3))
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *SIX[:3], *clients)}
+    with pytest.raises(ConfigError, match=r"fault_tolerance 1: pequin needs 6 replicas \(5f\+1\) in its shard, and "
+                                          r"the placement gives 3 server\(s\): us-east-1-0, us-east-1-1, us-east-1-2"):
+        _cluster_inputs(tmp_path, monkeypatch, "pesto/failures", facts, clients=clients, servers=SIX[:3])
+    # TAPIR's shard needs 2f+1: three servers hold f = 1
+    tapir = json.loads(subprocess.run(["git", "-C", str(GIT), "show", f"{COMMIT}:experiment-configs/Basil/1-Workloads/"
+                                       "1. Tapir/Tapir-Retwis.json"], capture_output=True, text=True, check=True).stdout)
+    run = ClusterRun(user="root", root="/r", src_dir="/s", output_dir="/o", servers=SIX[:3], client_nodes=1, clients=3,
+                     processes_per_node=1, duration_s=10, ramp_s=2, load_s=5, keys=100, fault_tolerance=1)
+    assert for_cluster(tapir, run, name="Tapir-Retwis.json").config["fault_tolerance"] == 1
+    with pytest.raises(ConfigError, match=r"tapir needs 5 replicas \(2f\+1\)"):
+        for_cluster(tapir, ClusterRun(**{**run.__dict__, "fault_tolerance": 2}), name="Tapir-Retwis.json")
+
+
+def test_the_basil_rehearsals_name_their_configs_so_the_loader_finds_the_authors_names(tmp_path, monkeypatch):
+    """The Basil claims run live: their rehearsals run Basil itself (Indicus) on one unreplicated server, and the
+    names of the configs reprobook derives (folders, client counts) still give the authors' names and labels."""
+    from reprobook.papers.pesto.loaders import _basil_name
+    from reprobook.papers.pesto.pequin import input_names
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
+    _, _, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/basil-client-failures", facts)
+    assert [m.name for m in made] == ["Indicus-NoFailures-c4.json", "Indicus-NoFailures-c8.json",
+                                      "Indicus-90-2-c4.json", "Indicus-90-2-c8.json"]
+    stall = configs["Indicus-90-2-c8.json"]
+    assert stall["replication_protocol"] == ["indicus"] or stall["replication_protocol"] == "indicus"
+    assert stall["fault_tolerance"] == 0 and stall["client_total"] == [[8]]
+    assert [_basil_name(m.name[:-len(".json")])[0] for m in made] == ["Indicus-NoFailures"] * 2 + ["Indicus-90-2"] * 2
+    _, _, micro, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/basil-microbenchmarks", facts)
+    assert [m.name for m in made] == ["Indicus-c2.json", "Indicus-c4.json", "Indicus-NoCrypto-c2.json",
+                                      "Indicus-NoCrypto-c4.json"]
+    assert [_basil_name(m.name[:-len(".json")])[1]["crypto"] for m in made] == ["on", "on", "off", "off"]
+    # the paper scale's ten client-failure configs: RW-U and RW-Z, the same file names in four folders each
+    from reprobook.core.config import load_project
+    names = input_names(load_project(ROOT).claim("pesto/basil-client-failures").parameters["configs"].default)
+    assert sorted(_basil_name(n)[0] for n in names.values()) == ["Indicus-90-2"] * 8 + ["Indicus-NoFailures"] * 2
+    assert "RW-Z-StallEarly-Indicus-90-2" in names.values()

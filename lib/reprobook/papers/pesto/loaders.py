@@ -343,18 +343,40 @@ def _basil_labels(config: Mapping, path: Path, name: str, stats: Path) -> dict:
     proportion = settings.get("inject_failure_proportion", 0)
     faulty = parse.run_values(stats, "tx_attempted_failure_percentage")
     row["faulty_pct"] = float(np.mean(faulty)) if faulty else math.nan
-    if re.fullmatch(r"Indicus-(NoFailures|0|[0-9]+-[0-9]+)", name):
+    authors, labels = _basil_name(name)
+    if authors != name:   # the authors' name of a config reprobook derived and named (folders, client count)
+        row["config"] = authors
+    if labels is None:
         row["experiment"] = "client-failures"
         kind = settings.get("inject_failure_type")
         row["failure_type"] = "no-failures" if not proportion else FAILURE_TYPES.get(kind, kind)
         return row
     row["experiment"] = "micro"
-    for pattern, labels in _BASIL_MICRO:
-        match = re.fullmatch(pattern, name)
-        if match:
-            row.update({k: (v(match) if callable(v) else v) for k, v in labels.items()})
-            break
+    row.update(labels)
     return row
+
+
+_BASIL_FAILURES = r"Indicus-(NoFailures|0|[0-9]+-[0-9]+)"
+
+
+def _basil_name(name: str) -> tuple[str, dict | None]:
+    """The authors' name of a Basil config and its microbenchmark labels (None: a client-failures config).
+
+    reprobook names the configs it derives so that they stay apart (`reprobook.papers.pesto.pequin.input_names`):
+    the folders that tell two same-named files apart come first (``RW-U-EquivReal-Indicus-90-2``) and a
+    cluster of ours adds the client count (``...-c4``). The authors' name is the longest ``-``-separated tail
+    that is one of theirs; a name that is none of theirs stays as it is, with no microbenchmark labels."""
+    bare = re.sub(r"-c[0-9]+$", "", name)
+    parts = bare.split("-")
+    for k in range(len(parts)):
+        tail = "-".join(parts[k:])
+        if re.fullmatch(_BASIL_FAILURES, tail):
+            return tail, None
+        for pattern, labels in _BASIL_MICRO:
+            match = re.fullmatch(pattern, tail)
+            if match:
+                return tail, {key: (v(match) if callable(v) else v) for key, v in labels.items()}
+    return name, {}
 
 
 _BASIL_MICRO = [

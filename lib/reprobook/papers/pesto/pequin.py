@@ -509,13 +509,19 @@ class ClusterRun:
     single_threaded: bool = False
     labels: Mapping[str, Any] | None = None
     warehouses: int | None = None
+    fault_tolerance: int = 0
+
+
+REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1)}
+"""Replicas a shard of each protocol needs for ``f`` faults: ``a * f + b`` (Pesto and Basil 5f+1, TAPIR 2f+1)."""
 
 
 def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | None = None) -> GeneratedConfig:
     """An authors' config made to run through their harness on ``run``'s cluster, at its sizes.
 
-    One shard on ``run.servers`` with no replication (``fault_tolerance`` 0), ``run.client_nodes``
-    client nodes per server, one client setting; the authors' paths (their CloudLab home, keys,
+    One shard on ``run.servers`` with no replication (``fault_tolerance`` 0, or ``run.fault_tolerance``
+    when a claim needs replicas: the servers must then be at least the protocol's 5f+1 or 2f+1),
+    ``run.client_nodes`` client nodes per server, one client setting; the authors' paths (their CloudLab home, keys,
     data, ``/mnt/extra``) moved under ``run.root``; bare host names (the cluster's, as the control
     host's SSH config knows them); durations, table sizes, TPC-C's warehouses and port from ``run``; the pin lists cut
     to the hosts' CPUs; with ``single_threaded`` the server's request processing on one thread.
@@ -538,7 +544,20 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     latencies = config.get("region_rtt_latencies")
     if isinstance(latencies, Mapping) and region not in latencies:
         config["region_rtt_latencies"] = {**latencies, region: {region: 0}}
-    config["fault_tolerance"] = 0
+    f = int(run.fault_tolerance)
+    if f:
+        protocols = config.get("replication_protocol")
+        for protocol in set(protocols if isinstance(protocols, list) else [protocols]):
+            if protocol not in REPLICAS:
+                raise ConfigError(f"fault_tolerance {f}: a cluster of ours replicates only "
+                                  f"{', '.join(sorted(REPLICAS))}, not {protocol!r}", file=source,
+                                  key="replication_protocol")
+            a, b = REPLICAS[protocol]
+            if len(servers) < a * f + b:
+                raise ConfigError(f"fault_tolerance {f}: {protocol} needs {a * f + b} replicas ({a}f+{b}) in its "
+                                  f"shard, and the placement gives {len(servers)} server(s): "
+                                  f"{', '.join(servers)}", file=source, key="server_names")
+    config["fault_tolerance"] = f
     for key in ("num_shards", "num_groups"):
         if key in config:
             config[key] = [1] * len(config[key]) if isinstance(config[key], list) else 1
@@ -592,7 +611,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     made for its point of the sweep (the step reads ``$RB_INPUTS/$RB_INPUT``).
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
-    ``tables`` and ``warehouses`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
+    ``tables``, ``warehouses`` and ``fault_tolerance`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
     control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
     """
     from reprobook.core import artifacts
@@ -647,7 +666,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          tables=int(params["tables"]) if params.get("tables") else None,
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
                          single_threaded=bool(params.get("small_host")), labels=labels,
-                         warehouses=int(params["warehouses"]) if params.get("warehouses") else None)
+                         warehouses=int(params["warehouses"]) if params.get("warehouses") else None,
+                         fault_tolerance=int(params.get("fault_tolerance") or 0))
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
