@@ -520,8 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "--hosts: each on a host that meets its requirements, in parallel (one claim at a time per host)")
     s.add_argument("--hosts", metavar="A,B,C", help="with --all: the pool of hosts from configs/hosts.yaml")
     s.add_argument("--source", default="auto",
-                   help="auto (latest recorded run, else the authors' outputs), reference, live, or a run id "
-                        "(default: auto)")
+                   help="auto (latest recorded run, else the authors' outputs), reference, live, a run id, or "
+                        "run ids joined with + to judge their outputs together (default: auto)")
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml for a live run "
                                                      "(default: local); a cluster gives each of the claim's roles its hosts")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),

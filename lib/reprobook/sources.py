@@ -7,7 +7,10 @@
                else nothing (the verdict is then "not run", with the reason);
 ``reference``  the authors' shipped outputs, from the artifact mirror or git;
 ``live``       perform the experiment now on ``host`` (see `reprobook.remote.live`);
-a run id       that recorded run (its files are checked against the manifest).
+a run id       that recorded run (its files are checked against the manifest);
+``A+B``        several recorded runs of the claim judged as one: their files together (a part of a
+               claim run by hand and imported, say CockroachDB beside a live Pesto run). They must be
+               at one scale; each keeps its own label, deviations and host facts in the account.
 """
 
 from __future__ import annotations
@@ -401,6 +404,8 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
         run = perform(project, claim, host, dict(params or {}), new=new,
                       allow_insufficient=allow_insufficient, progress=progress)
         return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+    if "+" in source:
+        return joined(project, claim, source, params=params, progress=progress)
     try:
         run = store.load(source)
     except ConfigError:
@@ -421,3 +426,48 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
         raise ConfigError(f"run {source} did not succeed (status: {run.status}; `reprobook status {source}` says more). "
                           f"Run it again with the same parameters to resume it, or use --new to start afresh.")
     return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
+
+
+def joined(project: Project, claim: Claim, source: str, *, params: Mapping | None = None,
+           progress: bool = True) -> Outputs:
+    """The outputs of the recorded runs ``A+B+...`` of ``claim``, judged as one: each output's files from every run.
+
+    Each part is a run id (``auto``, ``reference`` and ``live`` are not parts), checked as a source of its own is; the
+    runs must be at one scale (a rehearsal's numbers and the paper's are not one experiment)."""
+    ids = [s.strip() for s in source.split("+")]
+    if len(ids) < 2 or not all(ids) or len(set(ids)) != len(ids):
+        raise ConfigError(f"source {source!r}: join two or more different run ids with +, e.g. RUN1+RUN2")
+    bad = [i for i in ids if i in ("auto", "reference", "live")]
+    if bad:
+        raise ConfigError(f"source {source!r}: only recorded runs can be joined, not {', '.join(bad)}")
+    parts = [obtain(project, claim, i, params=params, progress=progress) for i in ids]
+    scales = {p.scale for p in parts}
+    if len(scales) > 1:
+        raise ConfigError(f"source {source!r}: the runs are at different scales ("
+                          + ", ".join(f"{p.run_id}: {p.scale or 'none given'}" for p in parts)
+                          + "); a verdict judges one experiment, so join runs of one scale")
+    files: dict[str, tuple[Path, ...]] = {}
+    for part in parts:
+        for name, paths in part.files.items():
+            files[name] = files.get(name, ()) + tuple(paths)
+    first = parts[0]
+    kinds = {p.kind for p in parts}
+    return replace(first, kind="live" if "live" in kinds else first.kind,
+                   label=f"runs {' and '.join(ids)} together: " + "; ".join(p.label for p in parts),
+                   files=files, run_id="+".join(ids), location=" + ".join(p.location for p in parts),
+                   detail="; ".join(filter(None, (p.detail for p in parts))),
+                   shortfalls=tuple(s for p in parts for s in p.shortfalls),
+                   deviations=_unique_deviations(d for p in parts for d in p.deviations),
+                   toolchains=tuple(dict.fromkeys(t for p in parts for t in p.toolchains)),
+                   names={k: v for p in parts for k, v in p.names.items()})
+
+
+def _unique_deviations(deviations) -> tuple:
+    """Each deviation once (two runs of one claim often share them), in the order first met."""
+    seen, out = set(), []
+    for d in deviations:
+        key = (d.get("kind"), d.get("what")) if isinstance(d, Mapping) else repr(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return tuple(out)

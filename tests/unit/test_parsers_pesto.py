@@ -21,7 +21,7 @@ import pytest
 
 from reprobook.core.checks import Verdict, check_claim
 from reprobook.core.config import load_project
-from reprobook.errors import OutputError
+from reprobook.errors import ConfigError, OutputError
 from reprobook.core.loaders import get_loader
 from reprobook.papers.pesto import loaders as loaders
 from reprobook.papers.pesto import parsers as parse
@@ -532,3 +532,49 @@ def test_sample_runs_reference_verdict(project, sample):
     assert evaluation.verdict.margin == pytest.approx(0.0499, abs=5e-4)  # the TPCC knee, 1784.27 against 1784 (±5 %)
     assert len(evaluation.verdict.checks) == 10
     assert loaders.series_configs(evaluation.outputs)[0].name == "Pequin-TPCC-SQL-20wh-0.json"
+
+
+# --------------------------------------------------------------------------- runs judged together
+
+def _tree(sample, tmp_path, name: str, change) -> Path:
+    """An archive of the shipped TPCC experiment with every resolved config changed by ``change``."""
+    tree = tmp_path / name
+    shutil.copytree(sample / TPCC, tree / "experiment")
+    for config in tree.rglob("*.json"):
+        if parse._RESOLVED.fullmatch(config.name) and (config.parent / "out").is_dir():
+            rewrite(config, change)
+    archive = tmp_path / f"{name}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tree, arcname=".")
+    return archive
+
+
+def test_a_live_pesto_run_and_an_imported_cockroachdb_run_are_judged_as_one(sample, tmp_path, monkeypatch):
+    """The sharding claim's CockroachDB part is run by hand: its imported run joins a run of Pesto's shards
+    (source RUN1+RUN2), and the checks that compare the two systems are judged on both runs' rows."""
+    import reprobook as rb
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    claim = rb.claim("pesto/sharding")
+    three = _tree(sample, tmp_path, "pesto-3s", lambda c: c.update(num_shards=3))
+    crdb = _tree(sample, tmp_path, "crdb-9", lambda c: c.update(
+        replication_protocol="crdb", server_names=[f"node-{i}" for i in range(9)],
+        _reprobook_labels={"system": "CRDB"}))
+    facts = tmp_path / "facts.json"   # what the evaluator states of the nodes (the guide's image)
+    facts.write_text(json.dumps(rb.sources.facts_from_flags(os="Ubuntu 20.04", cores=8)))
+    pesto_run = rb.import_run(claim, [three], machine="CloudLab Utah, m510 nodes", facts=facts)
+    crdb_run = rb.import_run(claim, [crdb], machine="CloudLab Utah, m510 nodes (CockroachDB)", facts=facts)
+    alone = rb.load(claim, rb.obtain(claim, pesto_run.id))
+    assert set(alone["system"]) == {"Pesto"}
+    both = rb.obtain(claim, f"{pesto_run.id}+{crdb_run.id}")
+    assert both.run_id == f"{pesto_run.id}+{crdb_run.id}" and "CockroachDB" in both.label
+    measured = rb.load(claim, both)
+    knees = measured[measured["knee"]].set_index("system")
+    assert (knees.loc["Pesto", "scale"], knees.loc["CRDB", "scale"]) == (3, 9)
+    verdict = rb.check(claim, measured, both)
+    ratio = next(r for r in verdict.checks if r.what.startswith("three Pesto shards reach"))
+    # the same shipped numbers under both names: a ratio of 1, computed from both runs' rows, short of 2
+    assert str(ratio.verdict) == "fails" and "1" in ratio.reason, ratio.reason
+    with pytest.raises(ConfigError, match="join two or more different run ids"):
+        rb.obtain(claim, f"{pesto_run.id}+{pesto_run.id}")
+    with pytest.raises(ConfigError, match="only recorded runs can be joined, not auto"):
+        rb.obtain(claim, f"{pesto_run.id}+auto")

@@ -518,3 +518,31 @@ def test_the_basil_rehearsals_name_their_configs_so_the_loader_finds_the_authors
     names = input_names(load_project(ROOT).claim("pesto/basil-client-failures").parameters["configs"].default)
     assert sorted(_basil_name(n)[0] for n in names.values()) == ["Indicus-90-2"] * 8 + ["Indicus-NoFailures"] * 2
     assert "RW-Z-StallEarly-Indicus-90-2" in names.values()
+
+
+def test_the_sharding_rehearsal_keeps_each_configs_shards_on_two_servers(tmp_path, monkeypatch):
+    """Sharding's rehearsal: the authors' one- and two-shard TPC-C configs keep their own shard counts (shards 0), one
+    unreplicated replica a shard, on two servers with a client node each; the harness puts shard g on server g."""
+    from reprobook.papers.pesto.loaders import _pesto_labels
+    servers, clients = ("us-east-1-0", "us-east-1-1"), ("client-0-0", "client-1-0")
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *servers, *clients)}
+    project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/sharding", facts, clients=clients,
+                                                    servers=servers)
+    assert [m.name for m in made] == ["Pequin-TPCC-SQL-20wh-c2.json", "Pequin-TPCC-SQL-20wh-c4.json",
+                                      "Pequin-TPCC-SQL-20wh-2s-c2.json", "Pequin-TPCC-SQL-20wh-2s-c4.json"]
+    one, two = configs["Pequin-TPCC-SQL-20wh-c4.json"], configs["Pequin-TPCC-SQL-20wh-2s-c4.json"]
+    assert (one["num_shards"], one["num_groups"], two["num_shards"], two["num_groups"]) == ([1], [1], [2], [2])
+    assert two["server_names"] == [list(servers)] and two["fault_tolerance"] == 0 and two["client_nodes_per_server"] == 1
+    assert two["tpcc_num_warehouses"] == 2 and two["client_total"] == [[4]]
+    scales = []
+    for m in made:
+        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
+                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
+        scales.append(_pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))["scale"])
+    assert scales == [1, 1, 2, 2]
+    # shards 1 puts every config on one shard, as the other rehearsals do
+    one_shard = _cluster_inputs(tmp_path / "again", monkeypatch, "pesto/sharding", facts, {"shards": 1},
+                                clients=clients, servers=servers)[2]
+    assert one_shard["Pequin-TPCC-SQL-20wh-2s-c2.json"]["num_shards"] == [1]
+    # CockroachDB's part stays by hand, and the page says so
+    assert claim.manual and any("never run by reprobook" in s.name for s in claim.manual)

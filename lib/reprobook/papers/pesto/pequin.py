@@ -510,6 +510,7 @@ class ClusterRun:
     labels: Mapping[str, Any] | None = None
     warehouses: int | None = None
     fault_tolerance: int = 0
+    shards: int = 1
 
 
 REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1)}
@@ -519,7 +520,8 @@ REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1)}
 def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | None = None) -> GeneratedConfig:
     """An authors' config made to run through their harness on ``run``'s cluster, at its sizes.
 
-    One shard on ``run.servers`` with no replication (``fault_tolerance`` 0, or ``run.fault_tolerance``
+    One shard (``run.shards``; 0 keeps the config's own, the harness placing shard ``g`` on server ``g`` modulo
+    their number) on ``run.servers`` with no replication (``fault_tolerance`` 0, or ``run.fault_tolerance``
     when a claim needs replicas: the servers must then be at least the protocol's 5f+1 or 2f+1),
     ``run.client_nodes`` client nodes per server, one client setting; the authors' paths (their CloudLab home, keys,
     data, ``/mnt/extra``) moved under ``run.root``; bare host names (the cluster's, as the control
@@ -559,8 +561,8 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
                                   f"{', '.join(servers)}", file=source, key="server_names")
     config["fault_tolerance"] = f
     for key in ("num_shards", "num_groups"):
-        if key in config:
-            config[key] = [1] * len(config[key]) if isinstance(config[key], list) else 1
+        if key in config and run.shards:   # 0: the config's own shards, each a process on the servers in turn
+            config[key] = [run.shards] * len(config[key]) if isinstance(config[key], list) else run.shards
     config["client_nodes_per_server"] = run.client_nodes
     config.update(HOST_FORMATS)
     config["server_load_time"] = run.load_s
@@ -611,7 +613,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     made for its point of the sweep (the step reads ``$RB_INPUTS/$RB_INPUT``).
 
     The claim's parameters: ``processes_per_node``, ``duration_s``, ``ramp_s``, ``load_s``, ``keys``,
-    ``tables``, ``warehouses`` and ``fault_tolerance`` (optional), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
+    ``tables``, ``warehouses``, ``fault_tolerance`` and ``shards`` (optional; ``shards`` 0: each config's own), ``server_port``, ``small_host`` (one request thread); ``root`` and ``output_dir`` relative to the
     control host's workdir unless absolute. The login user and the pinning come from the hosts' ``facts``.
     """
     from reprobook.core import artifacts
@@ -667,7 +669,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          server_port=int(params["server_port"]), pin_cores=min(cpus, default=0),
                          single_threaded=bool(params.get("small_host")), labels=labels,
                          warehouses=int(params["warehouses"]) if params.get("warehouses") else None,
-                         fault_tolerance=int(params.get("fault_tolerance") or 0))
+                         fault_tolerance=int(params.get("fault_tolerance") or 0),
+                         shards=int(params["shards"]) if params.get("shards") is not None else 1)
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
