@@ -42,6 +42,7 @@ FAST = {"scale": "rehearsal", "duration_s": 6, "ramp_s": 1, "load_s": 1}
 
 
 TAPIR, PESTO, POINT_SCAN = "standin/basil-workloads", "standin/inconsistency", "standin/point-scan"
+FAILURES, BASIL_FAILURES = "standin/failures", "standin/basil-client-failures"
 """The claims whose rehearsals run here: TAPIR on Retwis, Pesto's U Ideal config on rw-sql, and Pesto's point
 reads, scans and conditional scans (configs of one name in different folders)."""
 
@@ -50,7 +51,7 @@ def standin_paper(src: str, root: str) -> dict:
     """The project's claims that rehearse on a cluster of ours, their rehearsal's setup the stand-in's (keys only;
     the ship step is the real one)."""
     real = yaml.safe_load((ROOT / "configs" / "papers" / "pesto.yaml").read_text())
-    claims = [c for c in real["claims"] if f"standin/{c['id']}" in (TAPIR, PESTO, POINT_SCAN)]
+    claims = [c for c in real["claims"] if f"standin/{c['id']}" in (TAPIR, PESTO, POINT_SCAN, FAILURES, BASIL_FAILURES)]
     for c in claims:
         rehearsal = c["scales"]["rehearsal"]
         ship = next(s for s in rehearsal["setup"] if s["name"].startswith("ship "))
@@ -67,10 +68,12 @@ def standin_paper(src: str, root: str) -> dict:
             "repositories": real["repositories"], "published_tables": tables, "claims": claims}
 
 
-def standin_cluster(root, bed, addresses: dict[str, str] | None = None, *, isolated: bool = False) -> dict[str, str]:
-    """A project in ``root`` whose claims run the real harness with stand-in binaries on four hosts of
-    ``bed`` (the harness's names, at ``addresses``; by default `standin.HOSTS`), each host in
-    namespaces of its own with ``isolated``. Returns the environment that points reprobook at it."""
+def standin_cluster(root, bed, addresses: dict[str, str] | None = None, *, isolated: bool = False,
+                    roles: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """A project in ``root`` whose claims run the real harness with stand-in binaries on hosts of ``bed``
+    (the harness's names, at ``addresses``; by default `standin.HOSTS`: a control host, one server, two
+    client nodes), each host in namespaces of its own with ``isolated``; the cluster ``rehearsal`` has
+    ``roles`` (by default those four hosts'). Returns the environment that points reprobook at it."""
     if not PEQUIN.is_dir():
         unavailable(f"the git mirror {PEQUIN} is absent")
     if not shutil.which("rsync") or not shutil.which("scp"):
@@ -92,8 +95,8 @@ def standin_cluster(root, bed, addresses: dict[str, str] | None = None, *, isola
     (proj / "configs" / "papers" / "standin.yaml").write_text(
         yaml.safe_dump(standin_paper(str(src), str(pequin_root)), sort_keys=False))
     hosts = {"hosts": {n: {"ssh": n, "workdir": str(root / "work" / n)} for n in addresses},
-             "clusters": {"rehearsal": {"roles": {"control": ["control"], "server": ["us-east-1-0"],
-                                                  "client": ["client-0-0", "client-0-1"]}}}}
+             "clusters": {"rehearsal": {"roles": roles or {"control": ["control"], "server": ["us-east-1-0"],
+                                                           "client": ["client-0-0", "client-0-1"]}}}}
     hosts["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{GIT_MIRROR}/"}
     hosts["hosts"]["control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
     (proj / "configs" / "hosts.yaml").write_text(yaml.safe_dump(hosts))
