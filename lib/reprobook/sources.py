@@ -10,7 +10,8 @@
 a run id       that recorded run (its files are checked against the manifest);
 ``A+B``        several recorded runs of the claim judged as one: their files together (a part of a
                claim run by hand and imported, say CockroachDB beside a live Pesto run). They must be
-               at one scale; each keeps its own label, deviations and host facts in the account.
+               at one scale; the label names every run and its machine, the deviations are all of
+               theirs, and the first run's parameters and host facts stand for the requirements.
 """
 
 from __future__ import annotations
