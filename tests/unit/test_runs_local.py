@@ -185,3 +185,24 @@ def test_lock_names_the_holder(host):
             jobs.launch(host, "second", "true")
     finally:
         assert a.cancel().state == "cancelled"
+
+
+def test_a_job_script_longer_than_one_argument_may_be_is_staged_and_launched_whole(host):
+    """A sweep of many generated configs makes a job script of hundreds of KiB: the launch command reaches the remote
+    shell as one argument, which Linux caps at 128 KiB (`make live-pesto` failed so: "Argument list too long"). The
+    script goes in parts first; the job runs it whole, and no staged part is left behind."""
+    filler = "".join(f"# generated config line {i:06d} " + "x" * 60 + "\n" for i in range(4000))   # about 340 KB
+    script = filler + 'echo "script of $(wc -c < cmd.sh) bytes ran"\n'
+    assert len(jobs._b64(script)) > 3 * jobs.INLINE_MAX
+    job, started = jobs.launch(host, "r-long", script)
+    assert started
+    st = job.wait(expected_s=5, poll_s=0.1, progress=False)
+    assert st.state == "succeeded", st
+    ran = (Path(job.remote_dir) / "cmd.sh").read_text()
+    assert ran == script and f"script of {len(script.encode())} bytes ran" in (Path(job.remote_dir) / "log").read_text()
+    staging = Path(job.base) / "staging"
+    assert staging.is_dir() and not list(staging.iterdir())
+    assert stat.S_IMODE(staging.stat().st_mode) == 0o700
+    # launched again (the same run): it attaches, and the parts sent for nothing are not kept either
+    again, started = jobs.launch(host, "r-long", script)
+    assert not started and not list(staging.iterdir())

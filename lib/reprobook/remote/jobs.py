@@ -44,6 +44,9 @@ _LAUNCH = r"""
 set -eu
 trap '' PIPE HUP  # a client that dies half-way must not cut this script between two of its steps
 base=$1; run_id=$2; cmd_b64=$3; wrapper_b64=$4; resume=$5
+staged=""   # a job script too long for one argument was staged in parts first, and comes as @<file> (see `launch`)
+case "$cmd_b64" in @*) staged=${cmd_b64#@} ;; esac
+trap '[ -z "$staged" ] || rm -f "$staged"' EXIT   # read once, or not needed (attached, busy): gone either way
 rundir="$base/runs/$run_id"
 umask 077
 mkdir -p "$base/runs"
@@ -69,7 +72,7 @@ fi
 exec 9>>"$base/busy.lock"
 if ! flock -n 9; then echo "RB:BUSY $(cat "$base/busy.owner" 2>/dev/null)"; exit 0; fi
 mkdir -p "$rundir"
-printf '%s' "$cmd_b64" | base64 -d > "$rundir/cmd.sh"
+if [ -n "$staged" ]; then base64 -d < "$staged" > "$rundir/cmd.sh"; else printf '%s' "$cmd_b64" | base64 -d > "$rundir/cmd.sh"; fi
 printf '%s' "$wrapper_b64" | base64 -d > "$rundir/wrapper.sh"
 printf '%s\n' "$run_id" > "$base/busy.owner"
 cat /proc/sys/kernel/random/boot_id > "$rundir/boot_id" 2>/dev/null || echo none > "$rundir/boot_id"
@@ -320,6 +323,40 @@ true
                   log_tail=st.log_tail, host=self.host.name)
 
 
+INLINE_MAX = 64 * 1024
+"""Bytes of a job script (base64) sent inside the launch command itself. The whole command reaches the remote
+shell as one argument, which Linux caps at 128 KiB (MAX_ARG_STRLEN): a longer script (a sweep of many generated
+configs) is staged in parts of this size first."""
+
+_STAGE = r"""
+set -eu
+umask 077
+mkdir -p "$1/staging"
+chmod 700 "$1" "$1/staging"
+f="$1/staging/$2.cmd.b64"
+if [ "$3" = first ]; then : > "$f"; fi
+printf '%s' "$4" >> "$f"
+wc -c < "$f"
+"""
+
+
+def _stage(job: "Job", run_id: str, payload: str) -> str:
+    """Write ``payload`` to a file under the host's base in parts of `INLINE_MAX`; returns ``@<path>`` for `_LAUNCH`.
+    Each part is checked by the size the file has after it, so a part lost to a dropped connection is an error,
+    not a truncated script."""
+    parts = [payload[i:i + INLINE_MAX] for i in range(0, len(payload), INLINE_MAX)]
+    done = 0
+    for i, part in enumerate(parts):
+        res = job._sh(_STAGE, job.base, run_id, "first" if i == 0 else "more", part, retries=0,
+                      step=f"sending the job script (part {i + 1} of {len(parts)})")
+        done += len(part)
+        if res.stdout.strip() != str(done):
+            raise TestbedError(f"sending the job script of run {run_id}: after part {i + 1} of {len(parts)} the "
+                               f"staged file holds {res.stdout.strip() or 'nothing'} bytes, not {done}",
+                               host=job.host.name)
+    return f"@{job.base}/staging/{run_id}.cmd.b64"
+
+
 def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
 
@@ -335,7 +372,10 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
         Another run holds the host's benchmark lock; the message names it.
     """
     job = Job(host, run_id)
-    res = job._sh(_LAUNCH, job.base, run_id, _b64(script), _b64(_WRAPPER), "1" if resume else "0", retries=2,
+    payload = _b64(script)
+    if len(payload) > INLINE_MAX:
+        payload = _stage(job, run_id, payload)
+    res = job._sh(_LAUNCH, job.base, run_id, payload, _b64(_WRAPPER), "1" if resume else "0", retries=2,
                   step="launching the job")
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()

@@ -243,6 +243,14 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan
         release(members, run_id)
         run.update(status="refused", error=exc.message)
         raise
+    except ExperimentError as exc:
+        # the launch command ran and failed: if no job was made, nothing runs, and the hosts held for it go free
+        if _never_started(host, run_id):
+            release(members, run_id)
+            run.update(status="failed", error=f"the job could not be launched: {exc.message}")
+            raise
+        run.update(status="launch-unknown", error=exc.message)
+        raise
     except ReprobookError as exc:
         # the connection may have dropped after the job started: `reprobook status` asks the host
         run.update(status="launch-unknown", error=exc.message)
@@ -252,6 +260,15 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan
         raise
     run.update(status="running", error=None, launched=utcnow() if started else run.manifest.get("launched", utcnow()))
     return follow(project, claim, run, host, progress=progress, poll_s=poll_s, job=job, members=members)
+
+
+def _never_started(host: Host, run_id: str) -> bool:
+    """Whether the host has no job for ``run_id`` (a launch that failed before making one); False when it cannot
+    tell (the host does not answer): the run is then left for `reprobook status` to settle."""
+    try:
+        return Job(host, run_id).status().state == "unknown"
+    except ReprobookError:
+        return False
 
 
 def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bool = True,
