@@ -258,6 +258,15 @@ def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: d
     return project, claim, {m.name: json.loads(m.data) for m in made}, made
 
 
+def _labels(made) -> dict:
+    """The Pesto loader's labels of a generated input, as the harness resolves it for one point: its one protocol,
+    settings and shard count, the name without ``.json``."""
+    from reprobook.papers.pesto.loaders import _pesto_labels
+    resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
+                    and isinstance(v, list) else v) for k, v in json.loads(made.data).items()}
+    return _pesto_labels(resolved, Path(made.name), made.name[:-len(".json")], Path("stats.json"))
+
+
 def test_the_rehearsal_configs_run_the_authors_harness_on_our_cluster(tmp_path, monkeypatch):
     facts = {h: {"cpus": 2, "user": "evaluator"} for h in ("local", "us-east-1-0", "client-0-0", "client-0-1")}
     project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/inconsistency", facts,
@@ -419,12 +428,8 @@ def test_configs_of_one_name_in_different_folders_get_their_folder_and_each_poin
     exported = [line.split("=", 1)[1] for line in script.splitlines() if line.startswith("export RB_INPUT=")]
     assert exported == [m.name for m in made]
     # the loader labels each kind of read by its config, not by its name (the point reads' configs set a condition too)
-    from reprobook.papers.pesto.loaders import _pesto_labels
     for m in made:
-        # as the harness resolves a config for one point: its one protocol, settings and shard count
-        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
-                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
-        row = _pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))
+        row = _labels(m)
         kind = {"Point": "Point", "no_condition": "Scan", "with_condition": "Scan-Cond"}[m.name.split("-")[0]]
         assert (row["experiment"], row["type"], row["range_size"]) == ("point-scan", kind, json.loads(m.data)["max_range"])
 
@@ -454,7 +459,6 @@ SIX = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1"
 def test_the_failure_rehearsal_runs_six_replicas_with_one_failed(tmp_path, monkeypatch):
     """A failed replica needs replication: the failures' rehearsal keeps the authors' f = 1 (six replicas, 5f+1) on six
     servers with a client host each, and the failure configs keep replica 0 failed and their fast-path timeout."""
-    from reprobook.papers.pesto.loaders import _pesto_labels
     clients = tuple(f"client-{i}-0" for i in range(6))
     facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *SIX, *clients)}
     project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/failures", facts, clients=clients,
@@ -469,9 +473,7 @@ def test_the_failure_rehearsal_runs_six_replicas_with_one_failed(tmp_path, monke
     assert fp["client_total"] == [[12]]
     modes = {}
     for m in made:
-        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
-                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
-        row = _pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))
+        row = _labels(m)
         modes[m.name] = (row["system"], row["access"], row["mode"])
     assert set(modes.values()) == {("Pesto", "U", "Ideal"), ("Pesto", "U", "NoFP"), ("Pesto", "U", "FP")}
     plan = make_plan(claim, {"scale": "rehearsal"})
@@ -523,7 +525,6 @@ def test_the_basil_rehearsals_name_their_configs_so_the_loader_finds_the_authors
 def test_the_sharding_rehearsal_keeps_each_configs_shards_on_two_servers(tmp_path, monkeypatch):
     """Sharding's rehearsal: the authors' one- and two-shard TPC-C configs keep their own shard counts (shards 0), one
     unreplicated replica a shard, on two servers with a client node each; the harness puts shard g on server g."""
-    from reprobook.papers.pesto.loaders import _pesto_labels
     servers, clients = ("us-east-1-0", "us-east-1-1"), ("client-0-0", "client-1-0")
     facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *servers, *clients)}
     project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/sharding", facts, clients=clients,
@@ -536,9 +537,7 @@ def test_the_sharding_rehearsal_keeps_each_configs_shards_on_two_servers(tmp_pat
     assert two["tpcc_num_warehouses"] == 2 and two["client_total"] == [[4]]
     scales = []
     for m in made:
-        resolved = {k: (v[0] if k in ("replication_protocol", "replication_protocol_settings", "num_shards")
-                        and isinstance(v, list) else v) for k, v in json.loads(m.data).items()}
-        scales.append(_pesto_labels(resolved, Path(m.name), m.name[:-len(".json")], Path("stats.json"))["scale"])
+        scales.append(_labels(m)["scale"])
     assert scales == [1, 1, 2, 2]
     # shards 1 puts every config on one shard, as the other rehearsals do
     one_shard = _cluster_inputs(tmp_path / "again", monkeypatch, "pesto/sharding", facts, {"shards": 1},
