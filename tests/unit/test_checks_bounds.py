@@ -35,6 +35,7 @@ def test_an_upper_bound_holds_exactly_when_the_value_stays_under_it(x, hi):
 
 
 @given(x=finite, a=bound, b=bound)
+@example(x=-5e-324, a=0.0, b=1e9)   # a miss that underflows to -0.0 when divided by the scale
 def test_a_range_holds_exactly_when_the_value_is_inside(x, a, b):
     lo, hi = min(a, b), max(a, b)
     assert (bound_margin(x, lo, hi) >= 0) == (lo <= x <= hi)
@@ -272,3 +273,30 @@ def test_a_group_without_target_rows_is_named_never_dropped():
     # only_paired does not hide a failure among the groups it compares
     r = evaluate_check(spec("within_factor", **base, factor=1.05, only_paired=True), data, {})
     assert r.verdict is Verdict.FAILS and "op=z" in r.reason
+
+
+# --------------------------------------------------------------------------- bounds from other readings of a row
+
+def test_a_bound_can_be_another_column_of_the_same_row_with_slack():
+    """The server's count of one run lies between what its clients printed and that plus their estimated cool-down:
+    the live point-scan run that failed a 5 % closeness test under load (6,178 counted against 6,627 estimated)."""
+    data = pd.DataFrame({"point": ["a", "b"], "counted": [6178.0, 8668.0], "printed": [5400.0, 7900.0],
+                         "whole": [6627.0, 8773.0]})
+    s = spec("in_range", value="counted", by=["point"], min={"column": "printed"}, max={"column": "whole"}, slack=0.05)
+    r = evaluate_check(s, data, {})
+    assert r.verdict == Verdict.HOLDS, r.reason
+    assert "(printed)" in r.reason and "(whole)" in r.reason and "widened by 5%" in r.reason
+    over = evaluate_check(s, data.assign(counted=[6178.0, 9300.0]), {})   # 9,300 > 8,773 x 1.05 = 9,212
+    assert over.verdict == Verdict.FAILS and over.reason.startswith("point=b")
+    assert over.margin == pytest.approx((8773 * 1.05 - 9300) / (8773 * 1.05))
+    under = evaluate_check(s, data.assign(counted=[5000.0, 8668.0]), {})   # 5,000 < 5,400 x 0.95 = 5,130
+    assert under.verdict == Verdict.FAILS and "point=a" in under.reason
+
+
+def test_a_row_without_its_bound_is_not_judged_and_says_so():
+    data = pd.DataFrame({"point": ["a"], "counted": [6178.0], "printed": [math.nan], "whole": [6627.0]})
+    r = evaluate_check(spec("in_range", value="counted", by=["point"], min={"column": "printed"},
+                            max={"column": "whole"}), data, {})
+    assert r.verdict == Verdict.INCONCLUSIVE and "no printed to bound it" in r.reason
+    missing = evaluate_check(spec("at_least", value="counted", min={"column": "nowhere"}), data, {})
+    assert missing.verdict == Verdict.INCONCLUSIVE and "no column 'nowhere'" in missing.reason

@@ -77,7 +77,7 @@ def tolerance(claim: Claim, *, y: str | None = None, x: str | None = None, hue: 
         o = c.options
         if c.value != y:
             continue
-        if c.kind == "in_range":
+        if c.kind == "in_range" and not any(hasattr(o[k], "get") and "column" in o[k] for k in ("min", "max")):
             lo, hi = value(o["min"]), value(o["max"])
             used = {r["published"] for r in (o["min"], o["max"]) if hasattr(r, "get")}
             label = f"accepted ({lo:g}–{hi:g})"

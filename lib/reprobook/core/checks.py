@@ -261,7 +261,7 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
     known = set(published)
     for opt in ("min", "max", "target"):
         ref = raw.get(opt)
-        if isinstance(ref, Mapping) and ref["published"] not in known:
+        if isinstance(ref, Mapping) and "published" in ref and ref["published"] not in known:
             raise ConfigError(f"no published number {ref['published']!r} in this file", file=file,
                               key=f"{key}.{opt}.published")
     if "judged_at" in raw and "only_at" in raw:
@@ -425,10 +425,17 @@ def bound_margin(x: float, lo: float | None, hi: float | None) -> float:
     x = float(x)
     out = math.inf
     if lo is not None:
-        out = min(out, (x - lo) / _scale(lo, hi, x))
+        out = min(out, _fraction(x - lo, _scale(lo, hi, x)))
     if hi is not None:
-        out = min(out, (hi - x) / _scale(hi, lo, x))
+        out = min(out, _fraction(hi - x, _scale(hi, lo, x)))
     return out
+
+
+def _fraction(d: float, s: float) -> float:
+    """``d / s`` keeping its sign: a miss of a denormal (``-5e-324`` against a scale of ``1e9``) is still a miss,
+    not a quotient that underflows to ``-0.0`` and reads as on the bound."""
+    f = d / s
+    return -math.ulp(0.0) if d < 0 and f == 0 else f
 
 
 def _bounds_margins(values: pd.Series, lo: float | None, hi: float | None) -> pd.Series:
@@ -484,22 +491,68 @@ def _bound_words(lo: float | None, hi: float | None) -> str:
 
 # --------------------------------------------------------------------------- the kinds
 
+def _bound_of(ref, rows: pd.DataFrame, published, slack: float, sign: int):
+    """A bound as one number (a literal or a published number) or, for ``{column: name}``, per row: another
+    reading of the same row. ``slack`` widens it by that fraction of itself (``sign`` -1 for a lower bound)."""
+    if ref is None:
+        return None
+    if isinstance(ref, Mapping) and "column" in ref:
+        b = rows[ref["column"]].astype(float)
+        return b + sign * slack * b.abs()
+    b = _resolve(ref, published)
+    return b + sign * slack * abs(b)
+
+
 def _bounds(spec, rows, data, published):
     o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
-    lo = _resolve(o["min"], published) if "min" in o else None
-    hi = _resolve(o["max"], published) if "max" in o else None
+    for ref in (o.get("min"), o.get("max")):
+        if isinstance(ref, Mapping) and "column" in ref and ref["column"] not in rows.columns:
+            return _inconclusive(spec, f"the measured data has no column {ref['column']!r}")
+    slack = float(o.get("slack", 0))
+    lo = _bound_of(o.get("min"), rows, published, slack, -1)
+    hi = _bound_of(o.get("max"), rows, published, slack, +1)
     ev = rows.copy()
     ev["min"], ev["max"] = lo, hi
-    bound = _bound_words(lo, hi)
+    if not isinstance(lo, pd.Series) and not isinstance(hi, pd.Series):
+        bound = _bound_words(lo, hi)
 
-    def describe(w, m):
-        return f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — {room_words(w[v], lo, hi)}"
-    return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)
+        def describe(w, m):
+            return f"{_label(w, by)}: {w[v]:.4g} vs required {bound} — {room_words(w[v], lo, hi)}"
+        return _finish(spec, ev, _bounds_margins(ev[v], lo, hi), describe)
+
+    # a bound from another column: each row against its own bounds; a row whose bound is missing is not judged
+    def own(w, key):
+        ref = o.get(key)
+        return None if ref is None else float(w[key])
+    margins = pd.Series([math.nan if any(ref is not None and not math.isfinite(float(w[k]))
+                                         for k, ref in (("min", o.get("min")), ("max", o.get("max"))))
+                         else bound_margin(w[v], own(w, "min"), own(w, "max")) for _, w in ev.iterrows()],
+                        index=ev.index, dtype=float)
+    names = {k: (f"{ref['column']}" if isinstance(ref, Mapping) and "column" in ref else None)
+             for k, ref in (("min", o.get("min")), ("max", o.get("max")))}
+    undefined = pd.Series([("; ".join(f"{_label(w, by)}: no {names[k]} to bound it" for k in ("min", "max")
+                                      if names[k] and not math.isfinite(float(w[k]))))
+                           for _, w in ev.iterrows()], index=ev.index)
+    slack_words = f", each widened by {slack * 100:g}%" if slack else ""
+
+    def describe_rows(w, m):
+        lo_w, hi_w = own(w, "min"), own(w, "max")
+        parts = [f">= {lo_w:.4g}" + (f" ({names['min']})" if names["min"] else "") if lo_w is not None else "",
+                 f"<= {hi_w:.4g}" + (f" ({names['max']})" if names["max"] else "") if hi_w is not None else ""]
+        return (f"{_label(w, by)}: {w[v]:.4g} vs required {' and '.join(x for x in parts if x)}{slack_words} — "
+                f"{room_words(w[v], lo_w, hi_w)}")
+    return _finish(spec, ev, margins, describe_rows, undefined)
 
 
-kind("at_least", options={"min": _NUMBER_OR_REF}, required=("min",))(_bounds)
-kind("at_most", options={"max": _NUMBER_OR_REF}, required=("max",))(_bounds)
-kind("in_range", options={"min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF}, required=("min", "max"))(_bounds)
+_BOUND = {"oneOf": [*_NUMBER_OR_REF["oneOf"],
+                    {"type": "object", "additionalProperties": False, "required": ["column"],
+                     "properties": {"column": {"type": "string"}}}]}
+# min/max: a number, {published: id}, or {column: name} (each row bounded by another reading of itself); slack
+# widens every bound by that fraction of itself
+_SLACK = {"slack": {"type": "number", "minimum": 0}}
+kind("at_least", options={"min": _BOUND, **_SLACK}, required=("min",))(_bounds)
+kind("at_most", options={"max": _BOUND, **_SLACK}, required=("max",))(_bounds)
+kind("in_range", options={"min": _BOUND, "max": _BOUND, **_SLACK}, required=("min", "max"))(_bounds)
 
 _TARGET_OPTIONS = {
     "target": _NUMBER_OR_REF,
@@ -1063,6 +1116,7 @@ def _columns_of(spec: CheckSpec) -> set[str]:
     o = spec.options
     cols = {spec.value, *(o.get("by") or ())}
     cols |= {o[k] for k in ("x", "target_column") if isinstance(o.get(k), str)}
+    cols |= {o[k]["column"] for k in ("min", "max") if isinstance(o.get(k), Mapping) and "column" in o[k]}
     for k in ("select", "numerator", "denominator", "target_rows"):
         if isinstance(o.get(k), Mapping):
             cols |= set(o[k])

@@ -61,7 +61,7 @@ COLUMNS = ["experiment", "system", "workload", "access", "mode", "type", "range_
            "knee", "knee_tput_tx_per_s", "knee_latency_ms"]
 CLIENT_COLUMNS = ["window_s", "client_processes", "clients_committed", "clients_tput_tx_per_s", "clients_latency_ms",
                   "clients_p99_ms", "measured_s", "measured_tput_tx_per_s", "client_stats", "server_commits",
-                  "clients_whole_run"]
+                  "clients_printed", "clients_whole_run"]
 """What the clients' own outputs say of a setting, beside the harness's statistics (`client_readings`): on a
 live run of ours, where the harness leaves the clients' logs beside ``stats.json``; NaN (empty) for the
 authors' outputs, which do not keep them."""
@@ -160,8 +160,9 @@ def client_readings(point: Path, config: Mapping, config_path: Path) -> dict:
     clean-up; ``written``; ``missing``). ``server_commits``: what the one server's ``--stats_file`` says it
     committed over the whole run (NaN when it keeps no count, as TAPIR's, or when there are several servers,
     whose counts overlap); ``clients_whole_run``: what the clients' own lines add up to over the same whole
-    run (`reprobook.papers.pesto.parsers.whole_run_requests`, the cool-down estimated), to set
-    beside it. On a cluster that shares one file system (a loopback testbed) every client directory receives
+    run (`reprobook.papers.pesto.parsers.whole_run_requests`, the cool-down estimated at the measured rate),
+    and ``clients_printed``: the same without the cool-down (what the clients printed themselves), the two
+    ends between which the server's count lies. On a cluster that shares one file system (a loopback testbed) every client directory receives
     every client's files: each file counts once.
     """
     stdout = _unique(point.glob("out/client-*/client-*-stdout-*.log"))
@@ -179,6 +180,7 @@ def client_readings(point: Path, config: Mapping, config_path: Path) -> dict:
             "clients_p99_ms": total["p99_ms"], "measured_s": total["duration_s"],
             "measured_tput_tx_per_s": total["tput_tx_per_s"], "client_stats": ", ".join(states) or "missing",
             "server_commits": counted if counted is not None else math.nan,
+            "clients_printed": parse.printed_requests(clients),
             "clients_whole_run": parse.whole_run_requests(clients, cooldown_s)}
 
 

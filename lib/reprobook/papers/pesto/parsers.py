@@ -550,10 +550,20 @@ def whole_run_requests(per: pd.DataFrame, cooldown_s: float) -> float:
     ends and lasts ``cooldown_s``, the config's ``client_ramp_down``); that part is estimated at
     the client's measured rate. This is the count a server's ``total_transactions_commit`` covers
     (less the few aborts), so the two can be compared. NaN if a client did not print both lines.
+    The part the clients printed themselves is `printed_requests`: the server's count lies between
+    the two unless the cool-down ran faster than the measured interval (on a loaded machine it runs
+    slower, never faster: the estimate is the upper end).
     """
     clients = per[per["file"] != "all"]
     rate = clients["reported_requests"] / clients["reported_s"]
     return float((clients["warmup_requests"] + clients["reported_requests"] + rate * cooldown_s).sum(min_count=len(clients)))
+
+
+def printed_requests(per: pd.DataFrame) -> float:
+    """The requests the clients of `read_clients` printed as completed: warm-up and measured interval, the cool-down
+    left out (see `whole_run_requests`). NaN if a client did not print both lines."""
+    clients = per[per["file"] != "all"]
+    return float((clients["warmup_requests"] + clients["reported_requests"]).sum(min_count=len(clients)))
 
 
 def server_commits(path: str | Path) -> int | None:
