@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -545,3 +546,97 @@ def test_the_sharding_rehearsal_keeps_each_configs_shards_on_two_servers(tmp_pat
     assert one_shard["Pequin-TPCC-SQL-20wh-2s-c2.json"]["num_shards"] == [1]
     # CockroachDB's part stays by hand, and the page says so
     assert claim.manual and any("never run by reprobook" in s.name for s in claim.manual)
+
+
+# --------------------------------------------------------------------------- the comparison systems, prepared
+
+WORKLOAD_SYSTEMS = {
+    "Peloton-HS": "experiment-configs/Peloton/TPCC/1-LAN/Peloton-HS-TPCC-20wh.json",
+    "Peloton-Smart": "experiment-configs/Peloton/TPCC/1-LAN/Peloton-BFTSMART-TPCC-20wh.json",
+    "Peloton": "experiment-configs/Peloton/TPCC/1-LAN/Peloton-TPCC-20wh.json",
+    "Postgres-PB": "experiment-configs/Postgres/primary-backup/PG-TPCC.json",
+    "Pesto": "experiment-configs/Pesto/1-Workloads/TPCC/LAN/Pequin-TPCC-SQL-20wh.json",
+}
+FOUR = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0")
+
+
+def test_the_comparison_systems_get_their_preparation_generated_for_the_placement(tmp_path, monkeypatch):
+    """On a cluster of ours with four servers, each system that needs files in place before the harness runs it gets
+    a script for the control host; the configs follow what each system needs (f = 1 for the four HotStuff and
+    BFT-SMaRt replicas, one database server running the harness's server process, BFT-SMaRt's files under the
+    run's root), and the Postgres client and server get the placement's connection string, with no password."""
+    from reprobook.papers.pesto.pequin import cluster_configs
+    from reprobook.remote.placement import Placement
+    project = _project_from_git(tmp_path, monkeypatch)
+    claim = project.claim("pesto/inconsistency")
+    clients = tuple(f"client-{i}-0" for i in range(4))
+    placement = Placement({"control": ("local",), "server": FOUR, "client": clients}, "control")
+    params = {**make_plan(claim, {"scale": "rehearsal"}).params, "clients": [2],
+              "configs": list(WORKLOAD_SYSTEMS.values()), "batch_size": 16}
+    made = {m.name: m for m in cluster_configs(project, claim, params, placement, facts={})}
+    root = project.hosts.host("local").workdir.rstrip("/") + "/pequin"
+    assert sorted(n for n in made if n.endswith(".prepare.sh")) == [
+        "PG-TPCC.prepare.sh", "Peloton-BFTSMART-TPCC-20wh.prepare.sh", "Peloton-HS-TPCC-20wh.prepare.sh"]
+    assert not any(n.startswith(("Peloton-TPCC-20wh.prepare", "Pequin-TPCC")) and n.endswith(".sh") for n in made)
+    hs = json.loads(made["Peloton-HS-TPCC-20wh-c2.json"].data)
+    assert hs["fault_tolerance"] == 1 and hs["server_names"] == [list(FOUR)]
+    smart = json.loads(made["Peloton-BFTSMART-TPCC-20wh-c2.json"].data)
+    assert smart["fault_tolerance"] == 1 and smart["bftsmart_codebase_dir"] == f"{root}/bftsmart"
+    pb = json.loads(made["PG-TPCC-c2.json"].data)
+    assert pb["server_names"] == [["us-east-1-0"]] and pb["pg_replicated"] is True
+    assert json.loads(made["Peloton-TPCC-20wh-c2.json"].data)["fault_tolerance"] == 0
+    # the scripts: HotStuff's four replicas and batch size, BFT-SMaRt's hosts by address, Postgres's steps in order
+    hotstuff = made["Peloton-HS-TPCC-20wh.prepare.sh"].data.decode()
+    assert f'want="#define REMOTE_CONFIG_DIR \\"$root/config_pghs/\\""' in hotstuff
+    assert "for h in us-east-1-0 us-east-1-1 us-east-1-2 eu-west-1-0; do" in hotstuff
+    unpacked = _unpack(hotstuff)
+    conf = unpacked["config_pghs/shard0/hotstuff.gen.conf"].decode()
+    assert [line.split("=", 1)[1].split(":")[0].strip() for line in conf.splitlines() if line.startswith("replica")] \
+        == list(FOUR)
+    assert "block-size = 16" in conf.splitlines()
+    smart_files = _unpack(made["Peloton-BFTSMART-TPCC-20wh.prepare.sh"].data.decode())
+    assert smart_files["java-config/hosts.config"].decode().splitlines()[:2] == [
+        "0 @@addr:us-east-1-0@@ 7088 7089", "1 @@addr:us-east-1-1@@ 7088 7089"]
+    pg = made["PG-TPCC.prepare.sh"].data.decode()
+    order = [pg.index(x) for x in ('on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"', "copy_password us-east-1-1",
+                                   'on us-east-1-1 "bash $q_root/pg-scripts/pg-backup.sh"',
+                                   'on us-east-1-0 "bash $q_root/pg-scripts/pg-check.sh"', "copy_password client-0-0")]
+    assert order == sorted(order)
+    # the sources: the connection string names the primary and the run's pgpass; the diff is recorded
+    for part in ("client", "server"):
+        src = made[f"postgresstore-{part}.cc"]
+        live = [line for line in src.data.decode().splitlines() if "connection_str = \"host=" in line
+                and not line.lstrip().startswith("//")]
+        assert len(live) == 1 and f"host=us-east-1-0 port=5433 user=pequin_user dbname=db1 passfile={root}/pg/pgpass" in live[0]
+        assert "password=123" in src.diff and "+" in src.diff
+        assert "password=" not in live[0]
+    # shellcheck passes on every script
+    for name, m in made.items():
+        if name.endswith(".sh"):
+            f = tmp_path / name
+            f.write_bytes(m.data)
+            r = subprocess.run(["shellcheck", "-s", "bash", str(f)], capture_output=True, text=True)
+            assert r.returncode == 0, f"{name}:\n{r.stdout}"
+
+
+def _unpack(script: str) -> dict[str, bytes]:
+    """The files a preparation script carries (its base64 tarball)."""
+    import base64
+    import io
+    import tarfile
+    blob = re.search(r"^echo ([A-Za-z0-9+/=]+) \| base64 -d", script, re.M).group(1)
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(blob))) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_a_peloton_hs_placement_with_three_servers_is_refused_naming_the_claim_role_and_number(tmp_path, monkeypatch):
+    from reprobook.papers.pesto.pequin import cluster_configs
+    from reprobook.remote.placement import Placement
+    project = _project_from_git(tmp_path, monkeypatch)
+    claim = project.claim("pesto/inconsistency")
+    placement = Placement({"control": ("local",), "server": FOUR[:3], "client": ("client-0-0", "client-1-0",
+                                                                                "client-2-0")}, "control")
+    params = {**make_plan(claim, {"scale": "rehearsal"}).params, "clients": [2],
+              "configs": [WORKLOAD_SYSTEMS["Peloton-HS"]]}
+    with pytest.raises(ConfigError, match=r"pesto/inconsistency: Peloton-HS needs 4 server hosts .* gives 3"):
+        cluster_configs(project, claim, params, placement, facts={})

@@ -253,7 +253,9 @@ def test_postgres_scripts_listen_and_admit_only_the_cluster_and_hold_no_password
         == ["'192.168.7.11'\" >> \"$D/postgresql.auto.conf\""]
     assert "0.0.0.0" not in primary and " trust" not in primary
     admitted = re.findall(r"host\s+(\w+)\s+(\w+)\s+([0-9.]+)/32\s+scram-sha-256", primary.replace("\\n", "\n"))
-    assert sorted(admitted) == sorted([("all", "postgres", "192.168.7.10"), ("all", "pequin_user", "192.168.7.11"),
+    # the primary itself too: the harness's Postgres "server" process runs there (it creates the tables, loads the data)
+    assert sorted(admitted) == sorted([("all", "postgres", "192.168.7.10"), ("all", "pequin_user", "192.168.7.10"),
+                                       ("all", "pequin_user", "192.168.7.11"),
                                        ("all", "pequin_user", "192.168.7.14"), ("all", "pequin_user", "192.168.7.15"),
                                        ("replication", "repuser", "192.168.7.11")])
     assert "password=" not in postgres_connection(placement_pb())
@@ -293,7 +295,15 @@ def test_the_clients_connection_string_is_set_in_the_real_client_without_its_pas
     assert "password=123" in original
     patched = client_connection_patch(postgres_connection(placement_pb()), original)
     live = [line for line in patched.splitlines() if "connection_str =" in line and not line.lstrip().startswith("//")]
-    assert live == ['  connection_str = "host=192.168.7.10 port=5433 user=pequin_user dbname=db1 connect_timeout=10";']
+    assert live == ['  connection_str = "host=192.168.7.10 port=5433 user=pequin_user dbname=db1 '
+                    'passfile=/srv/run/pequin/pg/pgpass connect_timeout=10";']
+    # the server's line too (it loads the data through host=localhost with the password 123)
+    server = git_show("src/store/postgresstore/server.cc").decode()
+    patched = client_connection_patch(postgres_connection(placement_pb(), host="node-a"), server,
+                                      path="src/store/postgresstore/server.cc")
+    live = [line for line in patched.splitlines() if "connection_str =" in line and not line.lstrip().startswith("//")]
+    assert live == ['  std::string connection_str = "host=node-a port=5433 user=pequin_user dbname=db1 '
+                    'passfile=/srv/run/pequin/pg/pgpass connect_timeout=10";']
     assert [line for line in patched.splitlines() if "password=123" in line and not line.lstrip().startswith("//")] == []
     with pytest.raises(ConfigError, match="found 0"):
         client_connection_patch("host=x", "int main() {}\n")

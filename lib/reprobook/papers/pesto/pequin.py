@@ -443,13 +443,18 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
     files = params[parameter]
     files = [files] if isinstance(files, str) else list(files)
     names = input_names(files)
-    out = []
+    out, made = [], []
     for path in files:
         ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
         gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())},
                        name=f"{names[path]}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={parameter: str(path)}))
+        made.append((names[path], gen.config))
+    # the comparison systems' configuration, in the CloudLab user's home as the authors' configs have it
+    out += preparations(project, repo, made, servers=list(placement.roles.get("server", ())), clients=list(placement.roles.get("client", ())),
+                        root=f"/users/{params['cloudlab_user']}", src_dir=where(params["src_dir"]),
+                        batch_size=params.get("batch_size") or None)
     return out
 
 
@@ -513,8 +518,10 @@ class ClusterRun:
     shards: int = 1
 
 
-REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1)}
-"""Replicas a shard of each protocol needs for ``f`` faults: ``a * f + b`` (Pesto and Basil 5f+1, TAPIR 2f+1)."""
+REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1), "peloton-smr": (3, 1), "hotstuff": (3, 1),
+            "bftsmart": (3, 1)}
+"""Replicas a shard of each protocol needs for ``f`` faults: ``a * f + b`` (Pesto and Basil 5f+1, TAPIR 2f+1, the
+BFT state machine replication of Peloton-HS, Peloton-Smart, TxHotstuff and TxBFTSmart 3f+1)."""
 
 
 def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | None = None) -> GeneratedConfig:
@@ -546,7 +553,20 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     latencies = config.get("region_rtt_latencies")
     if isinstance(latencies, Mapping) and region not in latencies:
         config["region_rtt_latencies"] = {**latencies, region: {region: 0}}
+    try:
+        which = systems.system_of(config, source=source)
+    except ConfigError:
+        which = None
     f = int(run.fault_tolerance)
+    if which is not None and which.preconfigure in ("hotstuff", "bftsmart"):
+        f = max(f, 1)   # the authors' HotStuff and BFT-SMaRt configurations have four replicas: 3f+1 with f = 1
+    if which is not None and which.protocol == "pg":
+        # one database server runs the harness's "server" process (it creates the tables and loads the data); a
+        # Postgres-PB backup is made by the preparation, not by the harness, as in the authors' configs
+        servers = servers[:1]
+        config["server_names"] = [servers] if in_series else servers
+        config["server_regions"] = ([{region: servers}] if isinstance(config.get("server_regions"), list)
+                                    else {region: servers})
     if f:
         protocols = config.get("replication_protocol")
         for protocol in set(protocols if isinstance(protocols, list) else [protocols]):
@@ -564,6 +584,8 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         if key in config and run.shards:   # 0: the config's own shards, each a process on the servers in turn
             config[key] = [run.shards] * len(config[key]) if isinstance(config[key], list) else run.shards
     config["client_nodes_per_server"] = run.client_nodes
+    if which is not None and which.preconfigure == "bftsmart" or "bftsmart_codebase_dir" in config:
+        config["bftsmart_codebase_dir"] = f"{run.root}/bftsmart"   # where the preparation puts java-config and jars
     config.update(HOST_FORMATS)
     config["server_load_time"] = run.load_s
     config["server_port"] = run.server_port
@@ -674,4 +696,65 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
+    out += preparations(project, repo, [(names[path], load_config(original)) for path, _, original in originals],
+                        servers=servers, clients=client_hosts, root=where(params["root"]),
+                        src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None)
+    return out
+
+
+PREPARED_SOURCES = {"client": "src/store/postgresstore/client.cc", "server": "src/store/postgresstore/server.cc"}
+"""The Postgres client's and server's sources, whose connection string the placement sets (inputs
+``postgresstore-<name>.cc``, put in place by the build step)."""
+
+
+def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, servers: Sequence[str],
+                 clients: Sequence[str], root: str, src_dir: str, batch_size: int | None = None) -> list[RunInput]:
+    """The inputs that prepare the comparison systems among ``configs`` (name, config) for the placement: for each
+    config whose system needs it, ``<name>.prepare.sh`` (`reprobook.papers.pesto.systems.prepare_script`), which
+    the harness step runs on the control host before that config's point; and when a config runs Postgres, the
+    client's and the server's sources with the placement's connection string (``postgresstore-client.cc``,
+    ``postgresstore-server.cc``, each with its diff against the authors'), which the build step puts in place.
+
+    The authors' files come from the artifact at the paper's pinned commit: HotStuff's ``config_pghs`` and
+    BFT-SMaRt's ``java-config``."""
+    from reprobook.core import artifacts
+    made: dict[str, str] = {}
+    out: list[RunInput] = []
+    postgres = None
+
+    def authors(path: str) -> dict[str, bytes]:
+        d = artifacts.resolve(artifacts.ArtifactRef(repo.slug, repo.commit, path), project.settings)
+        return {str(f.relative_to(d)): f.read_bytes() for f in sorted(d.rglob("*")) if f.is_file()}
+
+    for name, config in configs:
+        which = systems.system_of(config, source=f"{name}.json")
+        if not which.preconfigure:
+            continue
+        if which.name not in made:
+            hosts = list(dict.fromkeys(list(servers) + list(clients)))
+            addresses = {h: systems.placeholder(h) for h in hosts}
+            if which.preconfigure == "hotstuff":
+                files = systems.hotstuff_files({k: v.decode() for k, v in authors("src/scripts/config_pghs").items()},
+                                               servers, remote_dir=f"{root}/{systems.HOTSTUFF_DIR}",
+                                               block_size=batch_size)
+            elif which.preconfigure == "bftsmart":
+                files = systems.bftsmart_files(authors(f"{systems.BFTSMART_LIBRARY}/java-config"), servers, clients,
+                                               addresses)
+            else:
+                postgres = systems.PostgresPlacement(primary=servers[0], addresses=addresses, clients=list(clients),
+                                                     root=root, backup=servers[1] if which.pg_replicated else None)
+                files = systems.postgres_files(postgres)
+            made[which.name] = systems.prepare_script(which, servers=servers, clients=clients, root=root,
+                                                      src_dir=src_dir, files=files)
+        out.append(RunInput(f"{name}.prepare.sh", made[which.name].encode(),
+                            source=f"reprobook.papers.pesto.systems: {which.name} for this placement"))
+    if postgres is not None:
+        connection = systems.postgres_connection(postgres, host=postgres.primary)
+        for part, path in PREPARED_SOURCES.items():
+            d = artifacts.resolve(artifacts.ArtifactRef(repo.slug, repo.commit, path), project.settings)
+            original = d.read_text()
+            patched = systems.client_connection_patch(connection, original, path=path)
+            diff = "".join(difflib.unified_diff(original.splitlines(keepends=True), patched.splitlines(keepends=True),
+                                                fromfile=f"{path} (the authors')", tofile=f"{path} (this placement)"))
+            out.append(RunInput(f"postgresstore-{part}.cc", patched.encode(), source=path, diff=diff))
     return out

@@ -304,14 +304,15 @@ class PostgresPlacement:
     settings: Mapping[str, str] | None = None
 
 
-def postgres_connection(p: PostgresPlacement) -> str:
-    """The clients' connection string: the primary's address, no password (libpq reads it from the
-    ``pgpass`` file ``PGPASSFILE`` names)."""
-    return (f"host={p.addresses[p.primary]} port={p.port} user={PG_USER} dbname={PG_DATABASE} "
-            f"connect_timeout=10")
+def postgres_connection(p: PostgresPlacement, *, host: str | None = None) -> str:
+    """The connection string of the clients and of the server process: the primary (``host``, else its
+    address), no password: libpq reads it from the run's ``pgpass`` file, which the string names
+    (``passfile``; the harness starts the processes over SSH with no ``PGPASSFILE`` in their environment)."""
+    return (f"host={host or p.addresses[p.primary]} port={p.port} user={PG_USER} dbname={PG_DATABASE} "
+            f"passfile={p.root.rstrip('/')}/pg/pgpass connect_timeout=10")
 
 
-_ADDRESS = re.compile(r"^[0-9A-Fa-f.:]+$")
+_ADDRESS = re.compile(r"^([0-9A-Fa-f.:]+|@@addr:[A-Za-z0-9._-]+@@)$")
 
 
 def postgres_files(p: PostgresPlacement) -> dict[str, str]:
@@ -355,7 +356,9 @@ def postgres_files(p: PostgresPlacement) -> dict[str, str]:
     version, port = int(p.version), int(p.port)
     settings = {**PG_SETTINGS, **(p.settings or {})}
     prim = p.addresses[p.primary]
-    peers = sorted({p.addresses[c] for c in p.clients} | ({p.addresses[p.backup]} if p.backup else set()))
+    # the clients, the backup and the primary itself (the harness starts the Postgres "server" process there, which
+    # creates the tables and loads the data)
+    peers = sorted({p.addresses[c] for c in p.clients} | ({p.addresses[p.backup]} if p.backup else set()) | {p.addresses[p.primary]})
     common = f"""#!/usr/bin/env bash
 set -euo pipefail
 umask 077
@@ -455,18 +458,165 @@ echo "a row committed on {prim} is on {back}: replication checked"
     return files
 
 
-def client_connection_patch(connection: str, original: str) -> str:
-    """``src/store/postgresstore/client.cc`` with the connection string the placement needs.
+def client_connection_patch(connection: str, original: str, *, path: str = "src/store/postgresstore/client.cc") -> str:
+    """``src/store/postgresstore/client.cc`` (or ``server.cc``) with the connection string the placement needs.
 
     The authors set it by hand (``host=us-east-1-0.<experiment>.pequin-pg0.utah.cloudlab.us
-    user=pequin_user password=123 ...``) and print it; here it is ``connection`` (no password:
-    libpq reads ``PGPASSFILE``) and the line printing it is kept, as it holds no secret now.
+    user=pequin_user password=123 ...`` in the client, ``host=localhost ... password=123`` in the
+    server, which loads the data) and print it; here it is ``connection`` (no password: libpq reads
+    the ``passfile`` it names) and the line printing it is kept, as it holds no secret now.
     """
-    pattern = re.compile(r'^(\s*)connection_str = "host=.*$', re.M)
+    pattern = re.compile(r'^(\s*)((?:std::string\s+)?)connection_str = "host=.*$', re.M)
     matches = list(pattern.finditer(original))
     if len(matches) != 1:
-        raise ConfigError(f"src/store/postgresstore/client.cc: expected one 'connection_str = \"host=...' line "
-                          f"to set, found {len(matches)}", file="src/store/postgresstore/client.cc")
+        raise ConfigError(f"{path}: expected one 'connection_str = \"host=...' line to set, found {len(matches)}",
+                          file=path)
     m = matches[0]
     escaped = connection.replace("\\", "\\\\").replace('"', '\\"')
-    return original[:m.start()] + f'{m.group(1)}connection_str = "{escaped}";' + original[m.end():]
+    return original[:m.start()] + f'{m.group(1)}{m.group(2)}connection_str = "{escaped}";' + original[m.end():]
+
+
+# --------------------------------------------------------------------------- the preparation, as one script
+
+def placeholder(host: str) -> str:
+    """Where a host's cluster address goes in a generated file: `prepare_script` fills it in on the control host,
+    which resolves the name as the harness reaches it (its SSH configuration, then the name service)."""
+    return f"@@addr:{host}@@"
+
+
+def _archive(files: Mapping[str, bytes | str]) -> str:
+    import base64
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            data = files[name].encode() if isinstance(files[name], str) else bytes(files[name])
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def prepare_script(s: System, *, servers: Sequence[str], clients: Sequence[str], root: str, src_dir: str,
+                   files: Mapping[str, bytes | str]) -> str:
+    """The control host's script that puts ``s``'s configuration in place for the placement, before the harness
+    runs one of its configs (what the guide has an evaluator do by hand: ``pghs_config_remote.sh``,
+    ``one_step_config.sh``, the Postgres scripts).
+
+    ``files`` are the generated files (`hotstuff_files`, `bftsmart_files`, `postgres_files`) with the hosts'
+    addresses as `placeholder`; the script unpacks them into ``$RB_RUN_DIR/prepare/<system>`` (kept: it is the
+    record of what was sent), fills in the addresses, and then:
+
+    - HotStuff: checks that the binaries read their configuration from ``<root>/config_pghs/`` (the header the
+      build step writes) and sends ``config_pghs`` to each replica;
+    - BFT-SMaRt: builds the library's jars once (``ant``, as ``build_bftsmart.sh``) and sends each host its
+      ``java-config`` and the jars under ``<root>/bftsmart`` (the configs' ``bftsmart_codebase_dir``);
+    - Postgres: sends the scripts, makes the primary (the password made there), copies the password file from
+      the primary to the backup and the clients through a pipe (never written on the control host), makes the
+      backup and checks that it streams synchronously, and writes the clients' ``pgpass``.
+
+    Every value reaching a shell is quoted; a failure names the host and the script, and exits non-zero.
+    """
+    q = shlex.quote
+    servers, clients = list(servers), list(clients)
+    hosts = list(dict.fromkeys(servers + clients))
+    slug = re.sub(r"[^A-Za-z0-9_-]", "-", s.name)
+    head = f"""#!/usr/bin/env bash
+# reprobook: {s.name}'s configuration for this placement (generated by reprobook.papers.pesto.systems)
+set -euo pipefail
+root={q(root.rstrip("/"))}
+ssh_=(ssh ${{RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"}} -o BatchMode=yes -o ConnectTimeout=20)
+stage="${{RB_RUN_DIR:-$root}}/prepare/{slug}"
+rm -rf "$stage"; mkdir -p "$stage"
+echo {_archive(files)} | base64 -d | tar -xz -C "$stage"
+# each host's address as the control host reaches it: its SSH configuration's HostName, then the name service
+addr() {{
+  local n
+  n=$(ssh ${{RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"}} -G "$1" 2>/dev/null | awk '$1 == "hostname" {{print $2; exit}}')
+  getent ahostsv4 "${{n:-$1}}" | awk '{{print $1; exit}}'
+}}
+pairs=()
+for h in {" ".join(q(h) for h in hosts)}; do
+  a=$(addr "$h" || true)
+  [ -n "$a" ] || {{ echo "reprobook: {s.name}: cannot resolve the address of $h on $(hostname) (ssh -G, then getent)" >&2; exit 3; }}
+  pairs+=("$h=$a")
+done
+python3 - "$stage" "${{pairs[@]}}" <<'PY'
+import pathlib, sys
+table = dict(p.split("=", 1) for p in sys.argv[2:])
+for f in pathlib.Path(sys.argv[1]).rglob("*"):
+    if f.is_file():
+        data = f.read_bytes()
+        new = data
+        for host, address in table.items():
+            new = new.replace(("@@addr:%s@@" % host).encode(), address.encode())
+        if new != data:
+            f.write_bytes(new)
+PY
+if grep -rq '@@addr:' "$stage"; then echo "reprobook: {s.name}: a host's address was left unfilled in $stage" >&2; exit 3; fi
+on() {{  # HOST COMMAND: run it there, naming the host and the exit code when it fails
+  local rc=0
+  "${{ssh_[@]}}" "$1" "$2" || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "reprobook: {s.name}: on $1, '$2' exited with $rc" >&2; exit "$rc"; fi
+}}
+send() {{  # FROM HOST DEST: a copy of a directory's contents
+  on "$2" "mkdir -p $(printf %q "$3")"
+  rsync -a --delete -e "${{ssh_[*]}}" "$1/" "$2:$3/"
+}}
+"""
+    if s.preconfigure == "hotstuff":
+        n = sum(1 for line in str(files.get(f"{HOTSTUFF_DIR}/shard0/hotstuff.gen.conf", "")).splitlines()
+                if _REPLICA.match(line))
+        body = f"""src={q(src_dir.rstrip("/"))}
+hdr="$src/store/hotstuffstore/libhotstuff/examples/remote_config_dir.h"
+want="#define REMOTE_CONFIG_DIR \\"$root/{HOTSTUFF_DIR}/\\""
+if ! grep -qxF "$want" "$hdr" 2>/dev/null; then
+  echo "reprobook: {s.name}: the binaries read HotStuff's configuration from $(sed -n 's/.*"\\(.*\\)".*/\\1/p' "$hdr" 2>/dev/null || echo '?'), not $root/{HOTSTUFF_DIR}/: build them with remote_config_dir.h naming it (the build step writes it)" >&2
+  exit 3
+fi
+for h in {" ".join(q(h) for h in servers[:n])}; do
+  send "$stage/{HOTSTUFF_DIR}" "$h" "$root/{HOTSTUFF_DIR}"
+  echo "$h: HotStuff's configuration in $root/{HOTSTUFF_DIR} ($(grep -c '^replica' "$stage/{HOTSTUFF_DIR}/shard0/hotstuff.gen.conf") replicas, $(grep '^block-size' "$stage/{HOTSTUFF_DIR}/shard0/hotstuff.gen.conf" || echo 'block-size as the authors'))"
+done
+"""
+    elif s.preconfigure == "bftsmart":
+        body = f"""lib={q(src_dir.rstrip("/"))}/{BFTSMART_LIBRARY[len("src/"):]}
+if [ ! -f "$lib/jars/BFT-SMaRt.jar" ]; then   # build_bftsmart.sh, once
+  log="${{RB_RUN_DIR:-$root}}/bftsmart-build.log"
+  ( cd "$lib" && rm -rf jars && mkdir -p bin && ant > "$log" 2>&1 && mkdir jars && cp bin/BFT-SMaRt.jar jars/ && cp lib/* jars/ ) \
+    || {{ echo "reprobook: {s.name}: building BFT-SMaRt (ant in $lib) failed on $(hostname):" >&2; tail -n 20 "$log" >&2; exit 1; }}
+  echo "BFT-SMaRt's jars built: $(find "$lib/jars" -type f | wc -l) files"
+fi
+for h in {" ".join(q(h) for h in hosts)}; do
+  send "$stage/remote/java-config-$h/java-config" "$h" "$root/bftsmart/java-config"
+  send "$lib/jars" "$h" "$root/bftsmart/jars"
+  echo "$h: BFT-SMaRt's configuration and jars in $root/bftsmart"
+done
+"""
+    elif s.preconfigure == "postgres":
+        primary = servers[0]
+        backup = servers[1] if s.pg_replicated else None
+        pg_hosts = [primary] + ([backup] if backup else []) + [c for c in clients if c not in (primary, backup)]
+        rq = 'q_root=$(printf %q "$root")'
+        body = f"""{rq}
+for h in {" ".join(q(h) for h in pg_hosts)}; do send "$stage" "$h" "$root/pg-scripts"; done
+copy_password() {{  # from the primary's host to HOST, through a pipe: never written here
+  local rc=0
+  "${{ssh_[@]}}" {q(primary)} "cat $q_root/pg/password" | "${{ssh_[@]}}" "$1" "umask 077; mkdir -p $q_root/pg && cat > $q_root/pg/password" || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "reprobook: {s.name}: copying the password file from {primary} to $1 failed ($rc)" >&2; exit "$rc"; fi
+}}
+on {q(primary)} "bash $q_root/pg-scripts/pg-primary.sh"
+"""
+        if backup:
+            body += f"""copy_password {q(backup)}
+on {q(backup)} "bash $q_root/pg-scripts/pg-backup.sh"
+on {q(primary)} "bash $q_root/pg-scripts/pg-check.sh"
+"""
+        for c in pg_hosts[1 + bool(backup):]:
+            body += f"""copy_password {q(c)}
+on {q(c)} "bash $q_root/pg-scripts/pg-pgpass.sh"
+"""
+    else:
+        raise ConfigError(f"{s.name} needs no preparation")
+    return head + body + f'echo "{s.name}: prepared for this placement"\n'
