@@ -117,3 +117,54 @@ def test_a_real_primary_and_backup_replicate_and_the_password_stays_on_the_datab
     for h in roots:
         on(bed, h, files[h]["pg-stop.sh"])
         assert postmasters(roots[h]) == []
+
+
+def test_the_generated_preparation_makes_postgres_pb_for_the_placement_from_the_control_host(bed, open_dir):
+    """What a Postgres-PB point runs before the harness (`systems.prepare_script`), for real: on the control host,
+    from a script with the hosts' addresses still to fill in, over real SSH to a primary, a backup and a client that
+    share one root, as a loopback cluster's hosts share a file system. Replication is checked by the script; the
+    password is in the database hosts' files only, never in the control host's record of what it sent, nor in
+    what the script printed."""
+    from reprobook.papers.pesto.systems import SYSTEMS, placeholder, prepare_script
+    if os.geteuid() != 0 or not PG.exists():
+        unavailable("this test runs PostgreSQL 15 as the user postgres (root and Debian's postgresql-15 needed)")
+    names = {"control": "127.0.0.64", "us-east-1-0": ADDRESSES["db-a"], "us-east-1-1": ADDRESSES["db-b"],
+             "client-0-0": ADDRESSES["client-0-0"]}
+    for host, addr in names.items():
+        bed.add_host(host, addr)
+    port = free_port(ADDRESSES["db-a"])
+    root = open_dir / "pequin"
+    servers, clients = ["us-east-1-0", "us-east-1-1"], ["client-0-0"]
+    placement = PostgresPlacement(primary="us-east-1-0", backup="us-east-1-1", clients=clients, root=str(root),
+                                  addresses={h: placeholder(h) for h in servers + clients}, port=port,
+                                  settings={"shared_buffers": "'128MB'", "work_mem": "'4MB'"})
+    script = prepare_script(SYSTEMS["Postgres-PB"], servers=servers, clients=clients, root=str(root), src_dir="/nowhere",
+                            files=postgres_files(placement))
+    run_dir = open_dir / "run"
+    env = f"export RB_SSH_CONFIG={bed.ssh_config_path} RB_RUN_DIR={run_dir}\n"
+    done = on(bed, "control", env + script)
+    assert "replication checked" in done.stdout and "Postgres-PB: prepared for this placement" in done.stdout
+    assert f"primary on 127.0.0.61:{port}" in done.stdout and f"backup on 127.0.0.62:{port}" in done.stdout
+    # the record of what was sent: the scripts with the addresses filled in
+    sent = (run_dir / "prepare" / "Postgres-PB" / "pg-primary.sh").read_text()
+    assert "listen_addresses = '127.0.0.61'" in sent and "@@addr:" not in sent
+    password = (root / "pg" / "password").read_bytes()
+    assert len(password) == 24
+    holders = sorted(str(p.relative_to(open_dir)) for p in open_dir.rglob("*")
+                     if p.is_file() and not p.is_symlink() and password in p.read_bytes())
+    assert holders == ["pequin/pg/password", "pequin/pg/pgpass"]
+    assert password.decode() not in done.stdout + done.stderr
+    pgpass = (root / "pg" / "pgpass").read_text().splitlines()
+    assert sorted(line.split(":")[3] for line in pgpass) == ["pequin_user", "postgres", "repuser"]
+    # run again (the next point): the clusters are made anew, the old ones stopped first, on their own hosts
+    before = postmasters(root)
+    assert len(before) == 2
+    on(bed, "control", env + script)
+    assert len(postmasters(root)) == 2 and not set(postmasters(root)) & set(before)
+    # a host that cannot be resolved stops the script before anything is made, naming it
+    broken = script.replace("for h in us-east-1-0 us-east-1-1 client-0-0; do", "for h in us-east-1-0 nowhere-0; do", 1)
+    refused = on(bed, "control", env + broken, check=False)
+    assert refused.returncode == 3 and "cannot resolve the address of nowhere-0" in refused.stderr
+    for h in servers:
+        on(bed, h, postgres_files(placement)["pg-stop.sh"])   # it names no address
+    assert postmasters(root) == []

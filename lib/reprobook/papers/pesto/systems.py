@@ -364,23 +364,27 @@ set -euo pipefail
 umask 077
 ROOT={q(p.root.rstrip("/"))}
 PGBIN=/usr/lib/postgresql/{version}/bin
+cd /   # the user postgres may not enter the login directory
 PORT={port}
 [ -x "$PGBIN/pg_ctl" ] || {{ echo "reprobook: no PostgreSQL {version} on $(hostname) ($PGBIN/pg_ctl is missing; Debian: postgresql-{version})" >&2; exit 3; }}
 # PostgreSQL refuses to run as root: as root, this run's clusters belong to the user postgres
 if [ "$(id -u)" = 0 ]; then as_pg() {{ runuser -u postgres -- "$@"; }}; owner=postgres; else as_pg() {{ "$@"; }}; owner=$(id -un); fi
 ( umask 022; mkdir -p "$ROOT/pg" ); chown "$owner" "$ROOT/pg"; chmod 700 "$ROOT/pg"
 as_pg test -x "$ROOT/pg" || {{ echo "reprobook: the user $owner cannot reach $ROOT/pg on $(hostname) (a directory above it is closed to others): give the run a root it can reach" >&2; exit 3; }}
-stop_clusters() {{
-  for d in "$ROOT/pg/primary" "$ROOT/pg/backup"; do
+stop_clusters() {{  # primary|backup...: this run's clusters of those kinds (on a shared file system the backup
+  # must not stop the primary it is about to copy)
+  local k d
+  for k in "$@"; do
+    d="$ROOT/pg/$k"
     if [ -f "$d/postmaster.pid" ]; then as_pg "$PGBIN/pg_ctl" -D "$d" -m fast -w stop >/dev/null 2>&1 || true; fi
   done
 }}
-own_pgpass() {{  # USER...: this host's pgpass for those users, from the password file
+own_pgpass() {{  # this host's pgpass, from the password file: every user of the run has the one password, so every
+  # host's pgpass is the same file (hosts that share a file system, as a loopback cluster does, share it too)
   [ -s "$ROOT/pg/password" ] || {{ echo "reprobook: no password file on $(hostname) ($ROOT/pg/password): it is made on the primary's host and copied from there" >&2; exit 3; }}
   chmod 600 "$ROOT/pg/password"; chown "$owner" "$ROOT/pg/password"
-  : > "$ROOT/pg/pgpass"
-  for u in "$@"; do printf '*:%s:*:%s:%s\\n' "$PORT" "$u" "$(cat "$ROOT/pg/password")" >> "$ROOT/pg/pgpass"; done
-  chmod 600 "$ROOT/pg/pgpass"; chown "$owner" "$ROOT/pg/pgpass"
+  for u in postgres {PG_USER} {PG_REPLICATION_USER}; do printf '*:%s:*:%s:%s\\n' "$PORT" "$u" "$(cat "$ROOT/pg/password")"; done > "$ROOT/pg/pgpass.$$"
+  chmod 600 "$ROOT/pg/pgpass.$$"; chown "$owner" "$ROOT/pg/pgpass.$$"; mv -f "$ROOT/pg/pgpass.$$" "$ROOT/pg/pgpass"
 }}
 """
     hba = "".join(f"host    all             {PG_USER:<15} {a}/32    scram-sha-256\\n" for a in peers)
@@ -395,14 +399,14 @@ sql "SELECT 1 FROM pg_create_physical_replication_slot('rb_backup')" >/dev/null
 sql "ALTER SYSTEM SET synchronous_commit = on"
 sql "ALTER SYSTEM SET synchronous_standby_names = '*'"
 """
-    primary = common + f"""stop_clusters
+    primary = common + f"""stop_clusters primary backup
 D="$ROOT/pg/primary"
 rm -rf "$D"; mkdir -p "$D"; chmod 700 "$D"; chown "$owner" "$D"
 # the password: made here, kept here (0600); the other hosts get a copy of this file, never its text
 if [ ! -s "$ROOT/pg/password" ]; then
   ( set +o pipefail; LC_ALL=C tr -dc 'A-Za-z0-9' </dev/urandom | head -c 24 > "$ROOT/pg/password" )
 fi
-own_pgpass postgres {PG_USER}
+own_pgpass
 as_pg "$PGBIN/initdb" -D "$D" -U postgres --pwfile="$ROOT/pg/password" --auth-local=scram-sha-256 \\
   --auth-host=scram-sha-256 >"$ROOT/pg/initdb.log" 2>&1 || {{ tail -n 20 "$ROOT/pg/initdb.log" >&2; exit 1; }}
 cat >> "$D/postgresql.conf" <<CONF
@@ -426,15 +430,15 @@ echo "PostgreSQL $("$PGBIN/postgres" -V | awk '{{print $3}}') primary on {prim}:
 """
     files = {
         "pg-primary.sh": primary,
-        "pg-stop.sh": common + 'stop_clusters\necho "this run\'s PostgreSQL clusters on $(hostname) are stopped"\n',
-        "pg-pgpass.sh": common + f'own_pgpass {PG_USER}\necho "pgpass for {PG_USER} on $(hostname): $ROOT/pg/pgpass"\n',
+        "pg-stop.sh": common + 'stop_clusters primary backup\necho "this run\'s PostgreSQL clusters on $(hostname) are stopped"\n',
+        "pg-pgpass.sh": common + f'own_pgpass\necho "pgpass for {PG_USER} on $(hostname): $ROOT/pg/pgpass"\n',
     }
     if p.backup:
         back = p.addresses[p.backup]
-        files["pg-backup.sh"] = common + f"""stop_clusters
+        files["pg-backup.sh"] = common + f"""stop_clusters backup
 D="$ROOT/pg/backup"
 rm -rf "$D"; mkdir -p "$D"; chmod 700 "$D"; chown "$owner" "$D"
-own_pgpass postgres {PG_REPLICATION_USER}
+own_pgpass
 as_pg env PGPASSFILE="$ROOT/pg/pgpass" "$PGBIN/pg_basebackup" -h {prim} -p "$PORT" -U {PG_REPLICATION_USER} -D "$D" \\
   --checkpoint=fast -R --slot=rb_backup -w >"$ROOT/pg/basebackup.log" 2>&1 \\
   || {{ tail -n 20 "$ROOT/pg/basebackup.log" >&2; exit 1; }}
@@ -557,7 +561,7 @@ PY
 if grep -rq '@@addr:' "$stage"; then echo "reprobook: {s.name}: a host's address was left unfilled in $stage" >&2; exit 3; fi
 on() {{  # HOST COMMAND: run it there, naming the host and the exit code when it fails
   local rc=0
-  "${{ssh_[@]}}" "$1" "$2" || rc=$?
+  "${{ssh_[@]}}" "$1" "$2" < /dev/null || rc=$?   # (stdin: a script read from it would be read by ssh)
   if [ "$rc" -ne 0 ]; then echo "reprobook: {s.name}: on $1, '$2' exited with $rc" >&2; exit "$rc"; fi
 }}
 send() {{  # FROM HOST DEST: a copy of a directory's contents
@@ -603,7 +607,9 @@ done
 for h in {" ".join(q(h) for h in pg_hosts)}; do send "$stage" "$h" "$root/pg-scripts"; done
 copy_password() {{  # from the primary's host to HOST, through a pipe: never written here
   local rc=0
-  "${{ssh_[@]}}" {q(primary)} "cat $q_root/pg/password" | "${{ssh_[@]}}" "$1" "umask 077; mkdir -p $q_root/pg && cat > $q_root/pg/password" || rc=$?
+  # into a new file moved into place: hosts that share a file system (a loopback cluster) share the file itself
+  "${{ssh_[@]}}" {q(primary)} "cat $q_root/pg/password" < /dev/null \\
+    | "${{ssh_[@]}}" "$1" "umask 077; mkdir -p $q_root/pg && cat > $q_root/pg/password.new && mv -f $q_root/pg/password.new $q_root/pg/password" || rc=$?
   if [ "$rc" -ne 0 ]; then echo "reprobook: {s.name}: copying the password file from {primary} to $1 failed ($rc)" >&2; exit "$rc"; fi
 }}
 on {q(primary)} "bash $q_root/pg-scripts/pg-primary.sh"
