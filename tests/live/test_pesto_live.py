@@ -25,9 +25,11 @@ Another runs the sample runs' TPCC config at rehearsal scale: one warehouse, its
 generator on the control host and shipped to the server and clients; every client count must commit (an earlier
 rehearsal of TPC-C at one warehouse stalled after about 600 commits).
 
-The last runs the claims that went live later, each on a cluster of its size from fourteen loopback hosts: Basil's
+Another runs the claims that went live later, each on a cluster of its size from fourteen loopback hosts: Basil's
 client failures and microbenchmarks (Basil itself on one server), sharding's one and two shards (two servers) and
-the replica failure (six replicas, replica 0 failed: six servers with a client node each).
+the replica failure (six replicas, replica 0 failed: six servers with a client node each); and one the workloads
+comparison's six systems on four servers, each system prepared for the cluster (HotStuff, BFT-SMaRt, PostgreSQL 15
+with a streaming backup).
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ CLUSTERS = {
     "rehearsal": {"control": ["control"], "server": ["us-east-1-0"], "client": ["client-0-0", "client-0-1"]},
     "shards": {"control": ["control"], "server": SERVERS[:2], "client": ["client-0-0", "client-1-0"]},
     "replicas": {"control": ["control"], "server": SERVERS, "client": [f"client-{i}-0" for i in range(6)]},
+    "workloads": {"control": ["control"], "server": SERVERS[:4], "client": [f"client-{i}-0" for i in range(4)]},
 }
-"""One server (most rehearsals), two (sharding's one and two shards) and six (the replica failure's f = 1)."""
+"""One server (most rehearsals), two (sharding's one and two shards), four (the comparison systems: HotStuff's and
+BFT-SMaRt's 3f+1 replicas, Postgres's primary and backup) and six (the replica failure's f = 1)."""
 MARK = "# reprobook live-pesto: the loopback cluster's names (removed when the run ends)"
 _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[point .*\])?$")
 FOURTH = r"^\S*/bin-nfs/bin/benchmark --client_id 3 "
@@ -230,6 +234,24 @@ def test_the_replica_failure_the_shards_and_basils_claims_rehearse_on_clusters_o
         assert judged and all(r.verdict.value == "holds" for r in judged), [(r.what, r.reason) for r in judged]
         assert (data["tput_tx_per_s"] > 0).all()
     _record(attempt)
+
+
+def test_the_comparison_systems_rehearse_prepared_for_the_cluster(cluster):
+    """#24: the workloads comparison at rehearsal scale: Pesto-unreplicated, Peloton, Peloton-HS (real HotStuff on
+    four replicas), Peloton-Smart (real BFT-SMaRt on the JVM), Postgres and Postgres-PB (a real primary and backup,
+    replication checked by the preparation) on TPC-C with one warehouse; every system must commit at every point."""
+    attempt = _attempt()
+    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads")
+    _record(attempt)
+    log = (RunStore(cluster.project.settings.runs_dir).load(attempt["claims"]["pesto/workloads"]["run"]).path
+           / "log.txt").read_text()
+    assert "replication checked" in log and "Peloton-HS: prepared for this placement" in log
+    judged = [r for r in verdict.checks if r.what.startswith(("every system's clients commit",
+                                                              "the transactions the clients printed"))]
+    assert [r.verdict.value for r in judged] == ["holds", "holds"], [(r.what, r.reason) for r in judged]
+    assert set(data["system"]) == {"Pesto-unreplicated", "Peloton", "Peloton-HS", "Peloton-Smart", "Postgres",
+                                   "Postgres-PB"}, data
+    assert (data["tput_tx_per_s"] > 0).all()
 
 
 def _record(attempt: dict) -> None:

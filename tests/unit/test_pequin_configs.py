@@ -256,7 +256,7 @@ def _cluster_inputs(tmp_path, monkeypatch, claim_id: str, facts: dict, params: d
     claim = project.claim(claim_id)
     placement = Placement({"control": ("local",), "server": tuple(servers), "client": tuple(clients)}, "control")
     made = generate_inputs(project, make_plan(claim, {"scale": "rehearsal", **(params or {})}), placement, facts)
-    return project, claim, {m.name: json.loads(m.data) for m in made}, made
+    return project, claim, {m.name: json.loads(m.data) for m in made if m.name.endswith(".json")}, made
 
 
 def _labels(made) -> dict:
@@ -640,3 +640,27 @@ def test_a_peloton_hs_placement_with_three_servers_is_refused_naming_the_claim_r
               "configs": [WORKLOAD_SYSTEMS["Peloton-HS"]]}
     with pytest.raises(ConfigError, match=r"pesto/inconsistency: Peloton-HS needs 4 server hosts .* gives 3"):
         cluster_configs(project, claim, params, placement, facts={})
+
+
+def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prepared(tmp_path, monkeypatch):
+    """The headline claim at rehearsal scale: six systems' TPCC configs, one warehouse, on four servers; each
+    point's config carries the system and workload the loader and the checks select by, and the three systems that
+    need files in place get their preparation."""
+    facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *FOUR, *(f"client-{i}-0" for i in range(4)))}
+    _, claim, _, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/workloads", facts,
+                                        servers=FOUR, clients=tuple(f"client-{i}-0" for i in range(4)))
+    configs = [m for m in made if m.name.endswith(".json")]
+    assert len(configs) == 12   # six systems (replicated Pesto needs six servers), 2 and 4 clients
+    systems_seen = {}
+    for m in configs:
+        labels = _labels(m)
+        systems_seen.setdefault(labels["system"], set()).add(labels["workload"])
+        assert json.loads(m.data)["tpcc_num_warehouses"] == 1
+    assert systems_seen == dict.fromkeys(["Pesto-unreplicated", "Peloton", "Peloton-HS", "Peloton-Smart",
+                                          "Postgres", "Postgres-PB"], {"TPCC"})
+    assert sorted(m.name for m in made if m.name.endswith(".prepare.sh")) == [
+        "PG-TPCC.prepare.sh", "Peloton-BFTSMART-TPCC-20wh.prepare.sh", "Peloton-HS-TPCC-20wh.prepare.sh",
+        "Postgres-TPCC-20wh.prepare.sh"]
+    assert {m.name for m in made if m.name.endswith(".cc")} == {"postgresstore-client.cc", "postgresstore-server.cc"}
+    unreplicated = next(m for m in made if m.name == "Postgres-TPCC-20wh.prepare.sh").data.decode()
+    assert "pg-backup.sh" not in unreplicated and 'on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"' in unreplicated
