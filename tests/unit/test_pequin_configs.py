@@ -664,3 +664,30 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
     assert {m.name for m in made if m.name.endswith(".cc")} == {"postgresstore-client.cc", "postgresstore-server.cc"}
     unreplicated = next(m for m in made if m.name == "Postgres-TPCC-20wh.prepare.sh").data.decode()
     assert "pg-backup.sh" not in unreplicated and 'on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"' in unreplicated
+
+
+def test_the_workloads_paper_scale_prepares_each_system_in_the_cloudlab_home_with_the_images_postgres(
+        tmp_path, monkeypatch):
+    """On the guide's cluster the configs keep the authors' layout under /users/<user>: HotStuff's and BFT-SMaRt's files
+    go there, and the Postgres systems use the image's PostgreSQL 12 (15 at rehearsal scale, from Debian)."""
+    from reprobook.core.inputs import generate as generate_inputs
+    from reprobook.remote.placement import Placement
+    project = _project_from_git(tmp_path, monkeypatch)
+    claim = project.claim("pesto/workloads")
+    servers = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1", "eu-west-1-2")
+    placement = Placement({"control": ("local",), "server": servers,
+                           "client": tuple(f"client-{i}-0" for i in range(6))}, "control")
+    assert len(claim.parameters["configs"].default) == 27   # the seven systems' configs of the guide
+    tpcc = [c for c in claim.parameters["configs"].default if "TPCC" in c and "low" not in c]   # one per system
+    made = {m.name: m for m in generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "configs": tpcc}),
+                                               placement)}
+    assert len([n for n in made if n.endswith(".json")]) == 7
+    prepared = sorted(n for n in made if n.endswith(".prepare.sh"))
+    assert len(prepared) == 4   # Peloton-HS, Peloton-Smart, Postgres and Postgres-PB
+    hs = made["Peloton-HS-TPCC-20wh.prepare.sh"].data.decode()
+    assert "root=/users/alice\n" in hs and "for h in us-east-1-0 us-east-1-1 us-east-1-2 eu-west-1-0; do" in hs
+    pg = _unpack(made["PG-TPCC.prepare.sh"].data.decode())["pg-primary.sh"].decode()
+    assert "PGBIN=/usr/lib/postgresql/12/bin" in pg and "ROOT=/users/alice" in pg
+    smart = json.loads(made["Peloton-BFTSMART-TPCC-20wh.json"].data)
+    assert smart["bftsmart_codebase_dir"] == "/users/alice/"   # the authors' layout: java-config and jars in the home
+    assert "codebase=/users/alice\n" in made["Peloton-BFTSMART-TPCC-20wh.prepare.sh"].data.decode()

@@ -454,7 +454,9 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
     # the comparison systems' configuration, in the CloudLab user's home as the authors' configs have it
     out += preparations(project, repo, made, servers=list(placement.roles.get("server", ())), clients=list(placement.roles.get("client", ())),
                         root=f"/users/{params['cloudlab_user']}", src_dir=where(params["src_dir"]),
-                        batch_size=params.get("batch_size") or None)
+                        batch_size=params.get("batch_size") or None,
+                        postgres_version=int(params.get("postgres_version") or 15),
+                        bftsmart_dir=f"/users/{params['cloudlab_user']}")
     return out
 
 
@@ -698,7 +700,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
     out += preparations(project, repo, [(names[path], load_config(original)) for path, _, original in originals],
                         servers=servers, clients=client_hosts, root=where(params["root"]),
-                        src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None)
+                        src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None,
+                        postgres_version=int(params.get("postgres_version") or 15))
     return out
 
 
@@ -708,7 +711,8 @@ PREPARED_SOURCES = {"client": "src/store/postgresstore/client.cc", "server": "sr
 
 
 def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, servers: Sequence[str],
-                 clients: Sequence[str], root: str, src_dir: str, batch_size: int | None = None) -> list[RunInput]:
+                 clients: Sequence[str], root: str, src_dir: str, batch_size: int | None = None,
+                 postgres_version: int = 15, bftsmart_dir: str | None = None) -> list[RunInput]:
     """The inputs that prepare the comparison systems among ``configs`` (name, config) for the placement: for each
     config whose system needs it, ``<name>.prepare.sh`` (`reprobook.papers.pesto.systems.prepare_script`), which
     the harness step runs on the control host before that config's point; and when a config runs Postgres, the
@@ -716,7 +720,8 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
     ``postgresstore-server.cc``, each with its diff against the authors'), which the build step puts in place.
 
     The authors' files come from the artifact at the paper's pinned commit: HotStuff's ``config_pghs`` and
-    BFT-SMaRt's ``java-config``."""
+    BFT-SMaRt's ``java-config``. ``bftsmart_dir``: where the configs' ``bftsmart_codebase_dir`` points (the
+    CloudLab home on the guide's cluster; ``<root>/bftsmart`` by default, as `for_cluster` sets it)."""
     from reprobook.core import artifacts
     made: dict[str, str] = {}
     out: list[RunInput] = []
@@ -742,10 +747,11 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
                                                addresses)
             else:
                 postgres = systems.PostgresPlacement(primary=servers[0], addresses=addresses, clients=list(clients),
-                                                     root=root, backup=servers[1] if which.pg_replicated else None)
+                                                     root=root, backup=servers[1] if which.pg_replicated else None,
+                                                     version=postgres_version)
                 files = systems.postgres_files(postgres)
             made[which.name] = systems.prepare_script(which, servers=servers, clients=clients, root=root,
-                                                      src_dir=src_dir, files=files)
+                                                      src_dir=src_dir, files=files, bftsmart_dir=bftsmart_dir)
         out.append(RunInput(f"{name}.prepare.sh", made[which.name].encode(),
                             source=f"reprobook.papers.pesto.systems: {which.name} for this placement"))
     if postgres is not None:

@@ -503,7 +503,7 @@ def _archive(files: Mapping[str, bytes | str]) -> str:
 
 
 def prepare_script(s: System, *, servers: Sequence[str], clients: Sequence[str], root: str, src_dir: str,
-                   files: Mapping[str, bytes | str]) -> str:
+                   files: Mapping[str, bytes | str], bftsmart_dir: str | None = None) -> str:
     """The control host's script that puts ``s``'s configuration in place for the placement, before the harness
     runs one of its configs (what the guide has an evaluator do by hand: ``pghs_config_remote.sh``,
     ``one_step_config.sh``, the Postgres scripts).
@@ -515,7 +515,8 @@ def prepare_script(s: System, *, servers: Sequence[str], clients: Sequence[str],
     - HotStuff: checks that the binaries read their configuration from ``<root>/config_pghs/`` (the header the
       build step writes) and sends ``config_pghs`` to each replica;
     - BFT-SMaRt: builds the library's jars once (``ant``, as ``build_bftsmart.sh``) and sends each host its
-      ``java-config`` and the jars under ``<root>/bftsmart`` (the configs' ``bftsmart_codebase_dir``);
+      ``java-config`` and the jars into ``bftsmart_dir`` (the configs' ``bftsmart_codebase_dir``; by default
+      ``<root>/bftsmart``);
     - Postgres: sends the scripts, makes the primary (the password made there), copies the password file from
       the primary to the backup and the clients through a pipe (never written on the control host), makes the
       backup and checks that it streams synchronously, and writes the clients' ``pgpass``.
@@ -592,10 +593,11 @@ if [ ! -f "$lib/jars/BFT-SMaRt.jar" ]; then   # build_bftsmart.sh, once
     || {{ echo "reprobook: {s.name}: building BFT-SMaRt (ant in $lib) failed on $(hostname):" >&2; tail -n 20 "$log" >&2; exit 1; }}
   echo "BFT-SMaRt's jars built: $(find "$lib/jars" -type f | wc -l) files"
 fi
+codebase={q((bftsmart_dir or f"{root.rstrip('/')}/bftsmart").rstrip("/"))}
 for h in {" ".join(q(h) for h in hosts)}; do
-  send "$stage/remote/java-config-$h/java-config" "$h" "$root/bftsmart/java-config"
-  send "$lib/jars" "$h" "$root/bftsmart/jars"
-  echo "$h: BFT-SMaRt's configuration and jars in $root/bftsmart"
+  send "$stage/remote/java-config-$h/java-config" "$h" "$codebase/java-config"
+  send "$lib/jars" "$h" "$codebase/jars"
+  echo "$h: BFT-SMaRt's configuration and jars in $codebase"
 done
 """
     elif s.preconfigure == "postgres":
