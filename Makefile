@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto live-pmlog
+.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
 
 setup: $(VENV)/.installed notebook-filter
 
@@ -52,6 +52,11 @@ live-pesto: setup system-deps
 # benchmark built with cargo in a loopback guest and run with the persistent memory on tmpfs (about ten minutes; needs root).
 live-pmlog: setup system-deps
 	REPROBOOK_LIVE_PMLOG=1 $(BIN)/pytest -s tests/live/test_pmlog_live.py
+
+# Opt-in, not part of `make test`: Aardvark's three claims at rehearsal scale, built from source (EDRAX and the vector
+# commitments in Rust and C++, go-algorand's ledger in Go) on a loopback sshd host: about ten minutes idle on two cores.
+live-aardvark: setup system-deps
+	REPROBOOK_LIVE_AARDVARK=1 $(BIN)/pytest -s tests/integration/test_aardvark_rehearsal.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks
