@@ -133,7 +133,7 @@ def test_the_generated_preparation_makes_postgres_pb_for_the_placement_from_the_
     for host, addr in names.items():
         bed.add_host(host, addr)
     port = free_port(ADDRESSES["db-a"])
-    root = open_dir / "pequin"
+    root = open_dir / "pe quin"   # a space: every path reaching a shell, here or on a host, is quoted
     servers, clients = ["us-east-1-0", "us-east-1-1"], ["client-0-0"]
     placement = PostgresPlacement(primary="us-east-1-0", backup="us-east-1-1", clients=clients, root=str(root),
                                   addresses={h: placeholder(h) for h in servers + clients}, port=port,
@@ -152,7 +152,7 @@ def test_the_generated_preparation_makes_postgres_pb_for_the_placement_from_the_
     assert len(password) == 24
     holders = sorted(str(p.relative_to(open_dir)) for p in open_dir.rglob("*")
                      if p.is_file() and not p.is_symlink() and password in p.read_bytes())
-    assert holders == ["pequin/pg/password", "pequin/pg/pgpass"]
+    assert holders == ["pe quin/pg/password", "pe quin/pg/pgpass"]
     assert password.decode() not in done.stdout + done.stderr
     pgpass = (root / "pg" / "pgpass").read_text().splitlines()
     assert sorted(line.split(":")[3] for line in pgpass) == ["pequin_user", "postgres", "repuser"]
