@@ -43,8 +43,9 @@ test-fast: setup lint-imports
 lint-imports: setup
 	$(BIN)/lint-imports --no-cache
 
-# Opt-in, not part of `make test`: Pequin built from source (about 45 minutes on two cores the first time, minutes
-# after) and the Pesto and TAPIR rehearsals run through the authors' harness on four loopback sshd hosts (needs root).
+# Opt-in, not part of `make test`: Pequin built from source (45 to 90 minutes on two cores the first time, minutes
+# after) and every Pesto and Basil claim's rehearsal run through the authors' harness on loopback sshd hosts (up to
+# fourteen, each in namespaces of its own; needs root).
 live-pesto: setup system-deps
 	REPROBOOK_LIVE_PESTO=1 $(BIN)/pytest -s tests/live/test_pesto_live.py
 
