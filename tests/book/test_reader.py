@@ -176,7 +176,7 @@ def test_a_not_run_page_says_what_a_run_would_take(site):
     with browser() as b:
         page = b.new_page(viewport={"width": 1280, "height": 800})
         for name, command in [("notebooks/verus/page-table.html", "reprobook run verus/page-table --source live"),
-                              ("notebooks/pesto/workloads.html", "reprobook import pesto/workloads FILES"),
+                              ("notebooks/pesto/workloads.html", "reprobook run pesto/workloads --source live"),
                               ("notebooks/pesto/sample-runs.html", None)]:  # sample-runs: holds, from shipped data
             page.goto(site + name, wait_until="load")
             howto = page.locator(".reprobook-top + .reprobook-howto, .reprobook-top ~ .reprobook-howto")
