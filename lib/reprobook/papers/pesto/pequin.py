@@ -586,7 +586,7 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         if key in config and run.shards:   # 0: the config's own shards, each a process on the servers in turn
             config[key] = [run.shards] * len(config[key]) if isinstance(config[key], list) else run.shards
     config["client_nodes_per_server"] = run.client_nodes
-    if which is not None and which.preconfigure == "bftsmart" or "bftsmart_codebase_dir" in config:
+    if (which is not None and which.preconfigure == "bftsmart") or "bftsmart_codebase_dir" in config:
         config["bftsmart_codebase_dir"] = f"{run.root}/bftsmart"   # where the preparation puts java-config and jars
     config.update(HOST_FORMATS)
     config["server_load_time"] = run.load_s
