@@ -43,6 +43,8 @@ CASES = {
     "the Debian packages on the servers": "apt",
     "the Debian packages on the clients": "apt",
     "install the build and plotting dependencies (apt)": "apt",
+    "PostgreSQL 15 on the servers (Postgres, Postgres-PB)": "apt",
+    "Apache Ant on the control host (BFT-SMaRt's build)": "apt",
     "the libraries Debian lacks, from their repositories, into /usr/local (skipped when installed)": "libraries",
     "Set 1 machine set-up: Docker CE and SMT off (setup/cloudlab-1.sh; skipped when the host is already so)": "script",
     "Set 1 machine set-up for rust=container: Docker CE and SMT off (setup/cloudlab-1.sh; skipped for rust=host or "

@@ -46,6 +46,9 @@ while [ ! -e release ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
 """
 """The job that holds a member host: it keeps the host's benchmark lock until released (or a deadline)."""
 
+RELEASE_WAIT_S = 20
+"""How long `release` waits for a told hold to end (it polls each second, so under a second when idle)."""
+
 HOLD_HOURS = 48
 """A hold nobody releases (its client gone for good) ends by itself after this long."""
 
@@ -293,9 +296,17 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
 
 
 def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
-    """Let the held hosts go (idempotent); return host -> error message for those that could not be told."""
+    """Let the held hosts go (idempotent); return host -> error message for those that could not be told.
+
+    Each host is told, then waited for (up to `RELEASE_WAIT_S`) until its hold's job has ended and the
+    host's benchmark lock is free: a run launched on it right after this returns is not refused. A hold
+    that is slow to notice (a loaded host) still ends by itself within a second or two after that.
+    """
     from reprobook.remote.jobs import Job
-    script = 'd=$1; [ -d "$d" ] && touch "$d/release"; true'
+    script = ('d=$1; [ -d "$d" ] || exit 0; touch "$d/release"; pid=$(cat "$d/pid" 2>/dev/null || true); '
+              '[ -n "$pid" ] || exit 0; i=0; '
+              f'while [ $i -lt {RELEASE_WAIT_S * 10} ] && kill -0 "$pid" 2>/dev/null && '
+              'tr "\\0" " " < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; do sleep 0.1; i=$((i + 1)); done; true')
     got = on_each(hosts, lambda h: h.run_script(script, Job(h, hold_id_for(run_id)).remote_dir, retries=2,
                                                    step=f"releasing the hold of run {run_id}"))
     return {n: r.message for n, r in got.items() if isinstance(r, ReprobookError)}
