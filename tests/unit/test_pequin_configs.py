@@ -449,7 +449,7 @@ def test_the_tpcc_rehearsal_runs_the_samples_config_on_the_warehouses_it_generat
     assert '-  "tpcc_num_warehouses": 20,' in made[1].diff and '+  "tpcc_num_warehouses": 1,' in made[1].diff
     plan = make_plan(claim, {"scale": "rehearsal"})
     assert any(d.kind == "size" and "warehouses" in d.what for d in plan.deviations)
-    assert "generate the TPC-C data" in plan.claim.setup[-1].name
+    assert "generate the benchmark data the configs name" in plan.claim.setup[-1].name
     five = _cluster_inputs(tmp_path, monkeypatch, "pesto/sample-runs", facts, {"warehouses": 5})[2]
     assert five["Pequin-TPCC-SQL-20wh-c2.json"]["tpcc_num_warehouses"] == 5
 
