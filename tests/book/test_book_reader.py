@@ -6,6 +6,9 @@ the dark one as the system setting gives it; every plot with a sentence for its 
 literal Markdown backticks in a page's text; at phone width no sideways scrolling and the verdict on the
 first screen and every plot's smallest text at 9 px or more; a "not run" page saying what a run would take, with
 working links.
+
+Named to sort right after ``test_book.py``: the site group runs in file order on one worker, and this module's build
+(the same pages, no run recorded) then finds nearly every page executed already instead of after the hostile site's.
 """
 
 from __future__ import annotations
