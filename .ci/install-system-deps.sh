@@ -13,7 +13,7 @@ set -euo pipefail
 
 packages=(openssh-server openssh-client rsync chromium git fonts-dejavu-core libtirpc-dev
           cmake g++ make libgmp-dev autoconf automake libtool numactl python3-numpy gnuplot-nox shellcheck
-          postgresql-15)
+          postgresql-15 openjdk-17-jdk-headless)
 
 if [ "$(id -u)" -eq 0 ]; then
     as_root=()
@@ -27,7 +27,7 @@ missing=()
 for f in /usr/sbin/sshd /usr/bin/chromium /usr/lib/postgresql/15/bin/pg_ctl; do
     [ -x "$f" ] || missing+=("$f")
 done
-for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot shellcheck; do
+for c in ssh ssh-keygen rsync git cmake g++ make autoconf automake libtoolize numactl gnuplot shellcheck javac; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=("DejaVuSans.ttf")
@@ -36,7 +36,7 @@ done
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=("python3-numpy")
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot, shellcheck, PostgreSQL 15 present)"
+    did="nothing to install (sshd, ssh, ssh-keygen, rsync, chromium, git, fonts, libtirpc and GMP headers, build tools, numpy, gnuplot, shellcheck, PostgreSQL 15, JDK 17 present)"
 else
     if [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ]; then
         echo "install-system-deps: missing ${missing[*]}; not root and no sudo, cannot install ${packages[*]}" >&2

@@ -743,7 +743,8 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
                                                servers, remote_dir=f"{root}/{systems.HOTSTUFF_DIR}",
                                                block_size=batch_size)
             elif which.preconfigure == "bftsmart":
-                files = systems.bftsmart_files(authors(f"{systems.BFTSMART_LIBRARY}/java-config"), servers, clients,
+                java_config = systems.tls_work_around(authors(f"{systems.BFTSMART_LIBRARY}/java-config"))
+                files = systems.bftsmart_files(java_config, servers, clients,
                                                addresses)
             else:
                 postgres = systems.PostgresPlacement(primary=servers[0], addresses=addresses, clients=list(clients),

@@ -209,6 +209,31 @@ CLIENT_IDS = 7000
 """BFT-SMaRt's ids of clients in ``hosts.config`` start here."""
 
 
+TLS_DISABLED = ("SSLv3, TLSv1, TLSv1.1, DTLSv1.0, RC4, DES, MD5withRSA, DH keySize < 1024, EC keySize < 224, "
+                "3DES_EDE_CBC, anon, ECDH")
+"""``jdk.tls.disabledAlgorithms`` as OpenJDK 17 sets it, less ``NULL``: BFT-SMaRt's replicas talk TLS with the
+cipher suite ``TLS_ECDHE_ECDSA_WITH_NULL_SHA`` (its ``system.config``), which a JDK refuses while NULL is listed."""
+
+
+def tls_work_around(java_config: Mapping[str, bytes]) -> dict[str, bytes]:
+    """BFT-SMaRt's ``java-config`` with the guide's TLS work-around in its own ``java.security``.
+
+    The guide's troubleshooting has the evaluator take ``NULL`` out of ``jdk.tls.disabledAlgorithms`` in the
+    JDK's ``java.security`` (else the replicas fail with "SSLHandshakeException: No appropriate protocol"). Here
+    the JDK stays as it is: the line goes into the library's ``java.security``, which the JVM reads on top of the
+    JDK's (``-Djava.security.properties``, once the recorded patch ``bftsmart-jvm-options.patch`` has taken the
+    quotes off its path), so only BFT-SMaRt's JVMs, on the run's hosts, accept the NULL cipher suite.
+    """
+    out = dict(java_config)
+    text = out.get("java.security", b"").decode()
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += ("# reprobook: the guide's TLS work-around (NULL cipher suites allowed for BFT-SMaRt's replicas only)\n"
+             f"jdk.tls.disabledAlgorithms={TLS_DISABLED}\n")
+    out["java.security"] = text.encode()
+    return out
+
+
 def bftsmart_files(java_config: Mapping[str, bytes], servers: Sequence[str], clients: Sequence[str],
                    addresses: Mapping[str, str], *, groups: int = 1) -> dict[str, bytes]:
     """The files ``one_step_config.sh`` writes under ``src/store/bftsmartstore/library``, for this placement.
