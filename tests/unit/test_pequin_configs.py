@@ -24,6 +24,7 @@ from reprobook.core.plan import make_plan
 from reprobook.errors import ConfigError
 from reprobook.core.loaders import get_loader
 from reprobook.papers.pesto.pequin import ClientSetting, ExperimentParams, generate, load_config
+from reprobook.papers.pesto.systems import TLS_DISABLED
 from reprobook.sources import Outputs
 from tests.conftest import ROOT
 
@@ -597,6 +598,9 @@ def test_the_comparison_systems_get_their_preparation_generated_for_the_placemen
     smart_files = _unpack(made["Peloton-BFTSMART-TPCC-20wh.prepare.sh"].data.decode())
     assert smart_files["java-config/hosts.config"].decode().splitlines()[:2] == [
         "0 @@addr:us-east-1-0@@ 7088 7089", "1 @@addr:us-east-1-1@@ 7088 7089"]
+    # every host's java.security carries the TLS work-around (test_bftsmart_tls makes the handshake with it)
+    securities = {k: v.decode() for k, v in smart_files.items() if k.endswith("java-config/java.security")}
+    assert len(securities) == 8 and all(f"jdk.tls.disabledAlgorithms={TLS_DISABLED}\n" in t for t in securities.values())
     pg = made["PG-TPCC.prepare.sh"].data.decode()
     order = [pg.index(x) for x in ('on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"', "copy_password us-east-1-1",
                                    'on us-east-1-1 "bash $q_root/pg-scripts/pg-backup.sh"',
