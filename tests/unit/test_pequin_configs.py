@@ -647,21 +647,31 @@ def test_a_peloton_hs_placement_with_three_servers_is_refused_naming_the_claim_r
 
 
 def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prepared(tmp_path, monkeypatch):
-    """The headline claim at rehearsal scale: six systems' TPCC configs, one warehouse, on four servers; each
+    """The headline claim at rehearsal scale: six systems' TPCC configs, one warehouse, on four servers, and Pesto's
+    Auctionmark and Seats; each
     point's config carries the system and workload the loader and the checks select by, and the three systems that
     need files in place get their preparation."""
     facts = {h: {"cpus": 2, "user": "root"} for h in ("local", *FOUR, *(f"client-{i}-0" for i in range(4)))}
     _, claim, _, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/workloads", facts,
                                         servers=FOUR, clients=tuple(f"client-{i}-0" for i in range(4)))
     configs = [m for m in made if m.name.endswith(".json")]
-    assert len(configs) == 12   # six systems (replicated Pesto needs six servers), 2 and 4 clients
+    # six systems on TPCC (replicated Pesto needs six servers), Pesto-unreplicated on Auctionmark and Seats too; 2 and 4
+    # clients each
+    assert len(configs) == 16
     systems_seen = {}
     for m in configs:
         labels = _labels(m)
         systems_seen.setdefault(labels["system"], set()).add(labels["workload"])
-        assert json.loads(m.data)["tpcc_num_warehouses"] == 1
-    assert systems_seen == dict.fromkeys(["Pesto-unreplicated", "Peloton", "Peloton-HS", "Peloton-Smart",
-                                          "Postgres", "Postgres-PB"], {"TPCC"})
+        config = json.loads(m.data)
+        if labels["workload"] == "TPCC":
+            assert config["tpcc_num_warehouses"] == 1
+        else:   # the data step generates what these name, at the authors' scale factor
+            assert config["benchmark_name"] in ("auctionmark-sql", "seats-sql") and config["scale_factor"] == 1
+        assert config["benchmark_schema_file_path"].endswith(
+            f"/data/sql-{config['benchmark_name'][:-4]}-tables-schema.json")
+    assert systems_seen == {**dict.fromkeys(["Peloton", "Peloton-HS", "Peloton-Smart", "Postgres", "Postgres-PB"],
+                                            {"TPCC"}),
+                            "Pesto-unreplicated": {"TPCC", "Auctionmark", "Seats"}}
     assert sorted(m.name for m in made if m.name.endswith(".prepare.sh")) == [
         "PG-TPCC.prepare.sh", "Peloton-BFTSMART-TPCC-20wh.prepare.sh", "Peloton-HS-TPCC-20wh.prepare.sh",
         "Postgres-TPCC-20wh.prepare.sh"]
