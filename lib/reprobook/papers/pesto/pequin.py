@@ -701,7 +701,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     out += preparations(project, repo, [(names[path], load_config(original)) for path, _, original in originals],
                         servers=servers, clients=client_hosts, root=where(params["root"]),
                         src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None,
-                        postgres_version=int(params.get("postgres_version") or 15))
+                        postgres_version=int(params.get("postgres_version") or 15),
+                        shared_network=bool(params.get("shared_network")))
     return out
 
 
@@ -712,7 +713,8 @@ PREPARED_SOURCES = {"client": "src/store/postgresstore/client.cc", "server": "sr
 
 def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, servers: Sequence[str],
                  clients: Sequence[str], root: str, src_dir: str, batch_size: int | None = None,
-                 postgres_version: int = 15, bftsmart_dir: str | None = None) -> list[RunInput]:
+                 postgres_version: int = 15, bftsmart_dir: str | None = None,
+                 shared_network: bool = False) -> list[RunInput]:
     """The inputs that prepare the comparison systems among ``configs`` (name, config) for the placement: for each
     config whose system needs it, ``<name>.prepare.sh`` (`reprobook.papers.pesto.systems.prepare_script`), which
     the harness step runs on the control host before that config's point; and when a config runs Postgres, the
@@ -721,7 +723,9 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
 
     The authors' files come from the artifact at the paper's pinned commit: HotStuff's ``config_pghs`` and
     BFT-SMaRt's ``java-config``. ``bftsmart_dir``: where the configs' ``bftsmart_codebase_dir`` points (the
-    CloudLab home on the guide's cluster; ``<root>/bftsmart`` by default, as `for_cluster` sets it)."""
+    CloudLab home on the guide's cluster; ``<root>/bftsmart`` by default, as `for_cluster` sets it).
+    ``shared_network``: the hosts share one network stack (a loopback cluster), so HotStuff's replicas get a client
+    port each (`reprobook.papers.pesto.systems.hotstuff_config`)."""
     from reprobook.core import artifacts
     made: dict[str, str] = {}
     out: list[RunInput] = []
@@ -741,7 +745,7 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
             if which.preconfigure == "hotstuff":
                 files = systems.hotstuff_files({k: v.decode() for k, v in authors("src/scripts/config_pghs").items()},
                                                servers, remote_dir=f"{root}/{systems.HOTSTUFF_DIR}",
-                                               block_size=batch_size)
+                                               block_size=batch_size, own_client_ports=shared_network)
             elif which.preconfigure == "bftsmart":
                 java_config = systems.tls_work_around(authors(f"{systems.BFTSMART_LIBRARY}/java-config"))
                 files = systems.bftsmart_files(java_config, servers, clients,
