@@ -606,7 +606,8 @@ on() {{  # HOST COMMAND: run it there, naming the host and the exit code when it
 }}
 send() {{  # FROM HOST DEST: a copy of a directory's contents
   on "$2" "mkdir -p $(printf %q "$3")"
-  rsync -a -s --delete -e "${{ssh_[*]}}" "$1/" "$2:$3/"   # -s: the path reaches no remote shell
+  # -c: by content; the unpacked files all carry one time (the tarball's), and a changed one can keep its size
+  rsync -a -s -c --delete -e "${{ssh_[*]}}" "$1/" "$2:$3/"   # -s: the path reaches no remote shell
 }}
 """
     if s.preconfigure == "hotstuff":
