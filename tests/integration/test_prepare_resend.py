@@ -2,7 +2,7 @@
 
 The preparation (`reprobook.papers.pesto.systems.prepare_script`) unpacks its files from a tarball whose entries
 all carry one time, and sends them to the hosts with rsync. A file that changed but kept its size (HotStuff's
-``replica = <host>:30000;40000`` becoming ``...;40001``) looked unchanged to rsync's size-and-time check, and
+``replica = <host>:30000;40000`` becoming ``...:30001;40001``) looked unchanged to rsync's size-and-time check, and
 the replicas kept the old configuration (seen in ``make live-pesto``: "unable to listen: Address already in use").
 """
 
@@ -43,9 +43,9 @@ def test_a_changed_file_of_the_same_size_reaches_the_hosts(bed, tmp_path):
     run_dir = tmp_path / "run"
     conf = root / HOTSTUFF_DIR / "shard0" / "hotstuff.gen.conf"
 
-    def prepare(own_client_ports: bool) -> list[str]:
+    def prepare(own_ports: bool) -> list[str]:
         files = hotstuff_files(_authors(), servers, remote_dir=f"{root}/{HOTSTUFF_DIR}",
-                               own_client_ports=own_client_ports)
+                               own_ports=own_ports)
         script = prepare_script(SYSTEMS["Peloton-HS"], servers=servers, clients=[], root=str(root), src_dir=str(src),
                                 files=files)
         env = f"export RB_SSH_CONFIG={bed.ssh_config_path} RB_RUN_DIR={run_dir}\n"
@@ -53,8 +53,8 @@ def test_a_changed_file_of_the_same_size_reaches_the_hosts(bed, tmp_path):
                            text=True, timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "Peloton-HS: prepared for this placement" in r.stdout
-        return [line.split(",")[0].rsplit(";", 1)[1] for line in conf.read_text().splitlines()
+        return [line.split(",")[0].rsplit(":", 1)[1] for line in conf.read_text().splitlines()
                 if line.startswith("replica")]
 
-    assert prepare(False) == ["40000"] * 4
-    assert prepare(True) == ["40000", "40001", "40002", "40003"]
+    assert prepare(False) == ["30000;40000"] * 4
+    assert prepare(True) == ["30000;40000", "30001;40001", "30002;40002", "30003;40003"]

@@ -676,11 +676,11 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
         "PG-TPCC.prepare.sh", "Peloton-BFTSMART-TPCC-20wh.prepare.sh", "Peloton-HS-TPCC-20wh.prepare.sh",
         "Postgres-TPCC-20wh.prepare.sh"]
     assert {m.name for m in made if m.name.endswith(".cc")} == {"postgresstore-client.cc", "postgresstore-server.cc"}
-    # the loopback cluster's hosts share one network: HotStuff's replicas listen for clients on ports of their own
+    # the loopback cluster's hosts share one network: HotStuff's replicas listen on ports of their own
     conf = _unpack(next(m for m in made if m.name == "Peloton-HS-TPCC-20wh.prepare.sh").data.decode())[
         "config_pghs/shard0/hotstuff.gen.conf"].decode()
-    assert [line.split(",")[0].rsplit(";", 1)[1] for line in conf.splitlines() if line.startswith("replica")] == \
-        ["40000", "40001", "40002", "40003"]
+    assert [line.split(",")[0].rsplit(":", 1)[1] for line in conf.splitlines() if line.startswith("replica")] == \
+        ["30000;40000", "30001;40001", "30002;40002", "30003;40003"]
     unreplicated = next(m for m in made if m.name == "Postgres-TPCC-20wh.prepare.sh").data.decode()
     assert "pg-backup.sh" not in unreplicated and 'on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"' in unreplicated
 

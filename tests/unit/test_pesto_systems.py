@@ -133,19 +133,19 @@ def test_hotstuff_for_a_6_host_placement_differs_from_the_authors_only_in_its_re
         assert ours[name] == authors[f"shard0/hotstuff.gen-sec{i}.conf"]
 
 
-def test_hotstuff_on_hosts_sharing_one_network_gives_each_replica_its_own_client_port():
-    """A loopback cluster's hosts share one network stack, and each replica listens for clients on 0.0.0.0: the
-    authors' one client port (40000) for all four would stop three of them ("Address already in use", seen in
-    `make live-pesto`). With ``own_client_ports`` only the client ports change, to 40000 + the replica's index."""
+def test_hotstuff_on_hosts_sharing_one_network_gives_each_replica_its_own_ports():
+    """A loopback cluster's hosts share one network stack, and each replica listens on every address: the authors'
+    one pair of ports (30000;40000) for all four stops three of them ("Address already in use", seen in `make
+    live-pesto`). With ``own_ports`` only the ports change, to the authors' plus the replica's index."""
     authors = authors_hotstuff()
     shared = hotstuff_files(authors, OURS[:4], remote_dir="/srv/run/pequin/config_pghs", addresses=OUR_ADDRESSES,
-                            own_client_ports=True)
+                            own_ports=True)
     plain = hotstuff_files(authors, OURS[:4], remote_dir="/srv/run/pequin/config_pghs", addresses=OUR_ADDRESSES)
     before = _fields(plain["config_pghs/shard0/hotstuff.gen.conf"])
     after = _fields(shared["config_pghs/shard0/hotstuff.gen.conf"])
     replicas = [(old, new) for (key, old), (_, new) in zip(before, after) if key == "replica"]
     assert [new.split(",")[0].split(":")[1] for _, new in replicas] == \
-        ["30000;40000", "30000;40001", "30000;40002", "30000;40003"]
+        ["30000;40000", "30001;40001", "30002;40002", "30003;40003"]
     assert all(old.split(",")[1:] == new.split(",")[1:] for old, new in replicas)   # the keys stay
     assert [f for f in after if f[0] != "replica"] == [f for f in before if f[0] != "replica"]
 

@@ -724,8 +724,8 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
     The authors' files come from the artifact at the paper's pinned commit: HotStuff's ``config_pghs`` and
     BFT-SMaRt's ``java-config``. ``bftsmart_dir``: where the configs' ``bftsmart_codebase_dir`` points (the
     CloudLab home on the guide's cluster; ``<root>/bftsmart`` by default, as `for_cluster` sets it).
-    ``shared_network``: the hosts share one network stack (a loopback cluster), so HotStuff's replicas get a client
-    port each (`reprobook.papers.pesto.systems.hotstuff_config`)."""
+    ``shared_network``: the hosts share one network stack (a loopback cluster), so HotStuff's replicas get ports of
+    their own (`reprobook.papers.pesto.systems.hotstuff_config`)."""
     from reprobook.core import artifacts
     made: dict[str, str] = {}
     out: list[RunInput] = []
@@ -745,7 +745,7 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
             if which.preconfigure == "hotstuff":
                 files = systems.hotstuff_files({k: v.decode() for k, v in authors("src/scripts/config_pghs").items()},
                                                servers, remote_dir=f"{root}/{systems.HOTSTUFF_DIR}",
-                                               block_size=batch_size, own_client_ports=shared_network)
+                                               block_size=batch_size, own_ports=shared_network)
             elif which.preconfigure == "bftsmart":
                 java_config = systems.tls_work_around(authors(f"{systems.BFTSMART_LIBRARY}/java-config"))
                 files = systems.bftsmart_files(java_config, servers, clients,

@@ -149,15 +149,15 @@ _REPLICA = re.compile(r"^(?P<key>replica\s*=\s*)(?P<host>[^:,\s]+):(?P<ports>[^,
 
 def hotstuff_config(authors: str, servers: Sequence[str], *, addresses: Mapping[str, str] | None = None,
                     block_size: int | None = None, source: str = "hotstuff.gen.conf",
-                    own_client_ports: bool = False) -> str:
+                    own_ports: bool = False) -> str:
     """``hotstuff.gen.conf`` for ``servers``: the i-th ``replica`` line names the i-th server (its address
     when ``addresses`` has one: the replicas look the name up themselves), keeps the authors' ports and
     keys; ``block_size`` replaces ``block-size``. Every other line stays as it is.
 
-    ``own_client_ports``: the i-th replica's client port is the authors' plus i. Each replica listens for
-    clients on ``0.0.0.0:<client port>`` (``indicus_interface.cpp``), so replicas whose hosts share one network
-    stack (a loopback cluster) cannot all take the same one; the peer ports bind the replica's own address and
-    stay. Pequin's servers talk to their replica in process and never use the client port."""
+    ``own_ports``: the i-th replica's peer and client ports are the authors' plus i. salticidae listens on every
+    address (``INADDR_ANY``, ``conn.cpp``) whatever the replica line names, so replicas whose hosts share one
+    network stack (a loopback cluster) cannot all take the same ports. The replicas reach each other by the ports
+    of their lines; Pequin's servers talk to their replica in process and never use the client port."""
     lines = authors.splitlines(keepends=True)
     replicas = [i for i, line in enumerate(lines) if _REPLICA.match(line.rstrip("\n"))]
     if not replicas:
@@ -170,12 +170,12 @@ def hotstuff_config(authors: str, servers: Sequence[str], *, addresses: Mapping[
         m = _REPLICA.match(lines[i].rstrip("\n"))
         end = lines[i][len(lines[i].rstrip("\n")):]
         ports = m["ports"]
-        if own_client_ports:
+        if own_ports:
             peer, sep, client = ports.partition(";")
-            if not sep or not client.isdigit():
-                raise ConfigError(f"{source}: replica {k} names no client port ('<host>:<port>;<client port>')",
+            if not sep or not peer.isdigit() or not client.isdigit():
+                raise ConfigError(f"{source}: replica {k} names no '<port>;<client port>' after its host",
                                   file=source, key="replica")
-            ports = f"{peer};{int(client) + k}"
+            ports = f"{int(peer) + k};{int(client) + k}"
         lines[i] = f"{m['key']}{addresses.get(host, host)}:{ports}{m['rest']}{end}"
     if block_size is not None:
         if int(block_size) < 1:
@@ -193,7 +193,7 @@ def hotstuff_config(authors: str, servers: Sequence[str], *, addresses: Mapping[
 
 def hotstuff_files(authors: Mapping[str, str], servers: Sequence[str], *, remote_dir: str,
                    addresses: Mapping[str, str] | None = None, block_size: int | None = None,
-                   own_client_ports: bool = False) -> dict[str, str]:
+                   own_ports: bool = False) -> dict[str, str]:
     """What ``pghs_config_remote.sh`` puts in place, for ``servers``: ``authors`` maps the files of
     ``src/scripts/config_pghs`` (``shard0/hotstuff.gen.conf``, ``shard0/hotstuff.gen-sec<i>.conf``) to
     their text. Returns ``config_pghs/...`` (the main config made by :func:`hotstuff_config`, the key
@@ -203,7 +203,7 @@ def hotstuff_files(authors: Mapping[str, str], servers: Sequence[str], *, remote
     if main not in authors:
         raise ConfigError(f"src/scripts/{HOTSTUFF_DIR}: no {main} among {', '.join(sorted(authors)) or 'no files'}")
     config = hotstuff_config(authors[main], servers, addresses=addresses, block_size=block_size,
-                             source=f"src/scripts/{HOTSTUFF_DIR}/{main}", own_client_ports=own_client_ports)
+                             source=f"src/scripts/{HOTSTUFF_DIR}/{main}", own_ports=own_ports)
     n = sum(1 for line in authors[main].splitlines() if _REPLICA.match(line))
     out = {f"{HOTSTUFF_DIR}/{path}": text for path, text in sorted(authors.items())}
     out[f"{HOTSTUFF_DIR}/{main}"] = config
