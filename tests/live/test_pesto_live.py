@@ -269,7 +269,13 @@ def test_the_five_comparison_systems_commit_on_tpcc(cluster):
     (a real primary and backup, replication checked), each prepared for the cluster, on TPC-C with one warehouse:
     every point must commit. (The whole workloads rehearsal adds Pesto's own configs.)"""
     attempt = _attempt()
-    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads", {"configs": COMPARISON})
+    # the databases live under the run's root, which the user postgres must reach: the hosts' workdirs are
+    # private (0700), so the run's root is a directory of its own that others may pass through
+    root = LIVE_DIR / "open-root"
+    root.mkdir(mode=0o755, exist_ok=True)
+    root.chmod(0o755)
+    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads",
+                              {"configs": COMPARISON, "root": str(root)})
     _record(attempt)
     log = (RunStore(cluster.project.settings.runs_dir).load(attempt["claims"]["pesto/workloads"]["run"]).path
            / "log.txt").read_text()
