@@ -238,12 +238,18 @@ def test_the_replica_failure_the_shards_and_basils_claims_rehearse_on_clusters_o
     _record(attempt)
 
 
-def test_the_comparison_systems_rehearse_prepared_for_the_cluster(cluster):
-    """#24: the workloads comparison at rehearsal scale: Pesto-unreplicated, Peloton, Peloton-HS (real HotStuff on
-    four replicas), Peloton-Smart (real BFT-SMaRt on the JVM), Postgres and Postgres-PB (a real primary and backup,
-    replication checked by the preparation) on TPC-C with one warehouse; every system must commit at every point."""
+def _comparison(cluster, params: dict | None = None):
+    """Run the workloads claim at rehearsal scale (with ``params``) on the ``workloads`` cluster, under a run root the
+    user postgres can reach, and assert what every such run must show: the systems prepared (HotStuff's files sent,
+    Postgres-PB's replication checked), every point committing, the harness's and the clients' counts agreeing.
+    Returns the measured table."""
     attempt = _attempt()
-    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads")
+    # the databases live under the run's root, which the user postgres must reach: the hosts' workdirs are
+    # private (0700), so the run's root is a directory of its own that others may pass through
+    root = LIVE_DIR / "open-root"
+    root.mkdir(mode=0o755, exist_ok=True)
+    root.chmod(0o755)
+    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads", {**(params or {}), "root": str(root)})
     _record(attempt)
     log = (RunStore(cluster.project.settings.runs_dir).load(attempt["claims"]["pesto/workloads"]["run"]).path
            / "log.txt").read_text()
@@ -251,9 +257,18 @@ def test_the_comparison_systems_rehearse_prepared_for_the_cluster(cluster):
     judged = [r for r in verdict.checks if r.what.startswith(("every system's clients commit",
                                                               "the transactions the clients printed"))]
     assert [r.verdict.value for r in judged] == ["holds", "holds"], [(r.what, r.reason) for r in judged]
+    assert (data["tput_tx_per_s"] > 0).all()
+    return data
+
+
+def test_the_comparison_systems_rehearse_prepared_for_the_cluster(cluster):
+    """#24: the workloads comparison at rehearsal scale: Pesto-unreplicated, Peloton, Peloton-HS (real HotStuff on
+    four replicas), Peloton-Smart (real BFT-SMaRt on the JVM), Postgres and Postgres-PB (a real primary and backup,
+    replication checked by the preparation) on TPC-C with one warehouse, and Pesto-unreplicated on Auctionmark and
+    Seats; every system must commit at every point."""
+    data = _comparison(cluster)
     assert set(data["system"]) == {"Pesto-unreplicated", "Peloton", "Peloton-HS", "Peloton-Smart", "Postgres",
                                    "Postgres-PB"}, data
-    assert (data["tput_tx_per_s"] > 0).all()
 
 
 COMPARISON = ["experiment-configs/Peloton/TPCC/1-LAN/Peloton-TPCC-20wh.json",
@@ -268,23 +283,8 @@ def test_the_five_comparison_systems_commit_on_tpcc(cluster):
     """#24: Peloton, Peloton-HS (real HotStuff), Peloton-Smart (real BFT-SMaRt on the JVM), Postgres and Postgres-PB
     (a real primary and backup, replication checked), each prepared for the cluster, on TPC-C with one warehouse:
     every point must commit. (The whole workloads rehearsal adds Pesto's own configs.)"""
-    attempt = _attempt()
-    # the databases live under the run's root, which the user postgres must reach: the hosts' workdirs are
-    # private (0700), so the run's root is a directory of its own that others may pass through
-    root = LIVE_DIR / "open-root"
-    root.mkdir(mode=0o755, exist_ok=True)
-    root.chmod(0o755)
-    data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads",
-                              {"configs": COMPARISON, "root": str(root)})
-    _record(attempt)
-    log = (RunStore(cluster.project.settings.runs_dir).load(attempt["claims"]["pesto/workloads"]["run"]).path
-           / "log.txt").read_text()
-    assert "replication checked" in log and "Peloton-HS: prepared for this placement" in log
-    judged = [r for r in verdict.checks if r.what.startswith(("every system's clients commit",
-                                                              "the transactions the clients printed"))]
-    assert [r.verdict.value for r in judged] == ["holds", "holds"], [(r.what, r.reason) for r in judged]
+    data = _comparison(cluster, {"configs": COMPARISON})
     assert set(data["system"]) == {"Peloton", "Peloton-HS", "Peloton-Smart", "Postgres", "Postgres-PB"}, data
-    assert (data["tput_tx_per_s"] > 0).all()
 
 
 def test_auctionmark_and_seats_commit_at_every_client_count(cluster):
