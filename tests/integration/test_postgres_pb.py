@@ -118,6 +118,15 @@ def test_a_real_primary_and_backup_replicate_and_the_password_stays_on_the_datab
         on(bed, h, files[h]["pg-stop.sh"])
         assert postmasters(roots[h]) == []
 
+    # settings the host cannot hold (the authors' 30GB of shared buffers on a smaller machine): the start fails, and
+    # the error shows PostgreSQL's reason, which the authors' log_min_messages = panic would keep out of the log
+    huge = postgres_files(PostgresPlacement(primary="db-a", clients=["client-0-0"], addresses=ADDRESSES, port=port,
+                                            root=str(roots["db-a"]), settings={"shared_buffers": "'4TB'"}))
+    failed = on(bed, "db-a", huge["pg-primary.sh"], check=False)
+    assert failed.returncode == 1, failed.stderr
+    assert "PostgreSQL did not start on" in failed.stderr and "shared memory" in failed.stderr, failed.stderr
+    assert postmasters(roots["db-a"]) == []
+
 
 def test_the_generated_preparation_makes_postgres_pb_for_the_placement_from_the_control_host(bed, open_dir):
     """What a Postgres-PB point runs before the harness (`systems.prepare_script`), for real: on the control host,

@@ -496,6 +496,8 @@ class ClusterRun:
     binaries (``bin-nfs``), the experiment directories, keys and data live under it; ``src_dir``
     and ``output_dir`` are the control host's checkout and where it collects outputs.
     ``pin_cores``: the pin lists are cut to the CPUs the smallest host has (0: no pinning).
+    ``shared_network``: the hosts are one machine (a loopback cluster), so replicas that each load the whole
+    database load it on the same CPUs, one after another in effect (see `for_cluster`).
     """
 
     user: str
@@ -518,6 +520,7 @@ class ClusterRun:
     warehouses: int | None = None
     fault_tolerance: int = 0
     shards: int = 1
+    shared_network: bool = False
 
 
 REPLICAS = {"pequin": (5, 1), "indicus": (5, 1), "tapir": (2, 1), "peloton-smr": (3, 1), "hotstuff": (3, 1),
@@ -590,6 +593,12 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         config["bftsmart_codebase_dir"] = f"{run.root}/bftsmart"   # where the preparation puts java-config and jars
     config.update(HOST_FORMATS)
     config["server_load_time"] = run.load_s
+    if run.shared_network and which is not None and which.preconfigure in ("hotstuff", "bftsmart"):
+        # every replica of Peloton-HS and Peloton-Smart loads the whole database; on one machine they share its
+        # CPUs (four replicas of TPC-C took 56 s here, one 10 to 20 s). A client whose first transaction times out
+        # while the replicas still load starts its next one, and the leader stops on the authors' assertion
+        # ("Call terminate last on leader?"): the clients wait for all of them
+        config["server_load_time"] = run.load_s * len(servers)
     config["server_port"] = run.server_port
     config.update({"num_experiment_runs": 1, "max_retries": 0, "server_emulate_wan": False,
                    "base_remote_exp_directory": f"{run.root}/experiments", "base_mounted_fs_path": run.root,
@@ -694,7 +703,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          single_threaded=bool(params.get("small_host")), labels=labels,
                          warehouses=int(params["warehouses"]) if params.get("warehouses") else None,
                          fault_tolerance=int(params.get("fault_tolerance") or 0),
-                         shards=int(params["shards"]) if params.get("shards") is not None else 1)
+                         shards=int(params["shards"]) if params.get("shards") is not None else 1,
+                         shared_network=bool(params.get("shared_network")))
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
@@ -702,7 +712,9 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                         servers=servers, clients=client_hosts, root=where(params["root"]),
                         src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None,
                         postgres_version=int(params.get("postgres_version") or 15),
-                        shared_network=bool(params.get("shared_network")))
+                        shared_network=bool(params.get("shared_network")),
+                        postgres_memory={k: str(params.get(f"postgres_{k}") or "")
+                                         for k in ("shared_buffers", "work_mem")})
     return out
 
 
@@ -714,7 +726,7 @@ PREPARED_SOURCES = {"client": "src/store/postgresstore/client.cc", "server": "sr
 def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, servers: Sequence[str],
                  clients: Sequence[str], root: str, src_dir: str, batch_size: int | None = None,
                  postgres_version: int = 15, bftsmart_dir: str | None = None,
-                 shared_network: bool = False) -> list[RunInput]:
+                 shared_network: bool = False, postgres_memory: Mapping[str, str] | None = None) -> list[RunInput]:
     """The inputs that prepare the comparison systems among ``configs`` (name, config) for the placement: for each
     config whose system needs it, ``<name>.prepare.sh`` (`reprobook.papers.pesto.systems.prepare_script`), which
     the harness step runs on the control host before that config's point; and when a config runs Postgres, the
@@ -725,7 +737,8 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
     BFT-SMaRt's ``java-config``. ``bftsmart_dir``: where the configs' ``bftsmart_codebase_dir`` points (the
     CloudLab home on the guide's cluster; ``<root>/bftsmart`` by default, as `for_cluster` sets it).
     ``shared_network``: the hosts share one network stack (a loopback cluster), so HotStuff's replicas get ports of
-    their own (`reprobook.papers.pesto.systems.hotstuff_config`)."""
+    their own (`reprobook.papers.pesto.systems.hotstuff_config`). ``postgres_memory``: ``shared_buffers`` and
+    ``work_mem`` in place of the authors' (sized for an m510's 64 GB), e.g. ``{"shared_buffers": "256MB"}``."""
     from reprobook.core import artifacts
     made: dict[str, str] = {}
     out: list[RunInput] = []
@@ -753,7 +766,9 @@ def preparations(project, repo, configs: Sequence[tuple[str, Mapping]], *, serve
             else:
                 postgres = systems.PostgresPlacement(primary=servers[0], addresses=addresses, clients=list(clients),
                                                      root=root, backup=servers[1] if which.pg_replicated else None,
-                                                     version=postgres_version)
+                                                     version=postgres_version,
+                                                     settings={k: f"'{v}'" for k, v in (postgres_memory or {}).items()
+                                                               if v})
                 files = systems.postgres_files(postgres)
             made[which.name] = systems.prepare_script(which, servers=servers, clients=clients, root=root,
                                                       src_dir=src_dir, files=files, bftsmart_dir=bftsmart_dir)

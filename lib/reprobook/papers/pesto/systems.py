@@ -418,6 +418,16 @@ stop_clusters() {{  # primary|backup...: this run's clusters of those kinds (on 
     if [ -f "$d/postmaster.pid" ]; then as_pg "$PGBIN/pg_ctl" -D "$d" -m fast -w stop >/dev/null 2>&1 || true; fi
   done
 }}
+pg_start() {{  # data directory, log: start the cluster, or say why not (the authors' log_min_messages = panic keeps
+  # the reason out of the log, so a failed start is tried once more with it logged, then stopped)
+  as_pg "$PGBIN/pg_ctl" -D "$1" -l "$2" -w start >/dev/null 2>&1 && return 0
+  if as_pg "$PGBIN/pg_ctl" -D "$1" -l "$2" -o "-c log_min_messages=fatal" -w start >/dev/null 2>&1; then
+    as_pg "$PGBIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  echo "reprobook: PostgreSQL did not start on $(hostname) (data in $1, log $2):" >&2
+  tail -n 20 "$2" >&2
+  exit 1
+}}
 own_pgpass() {{  # this host's pgpass, from the password file: every user of the run has the one password, so every
   # host's pgpass is the same file (hosts that share a file system, as a loopback cluster does, share it too)
   [ -s "$ROOT/pg/password" ] || {{ echo "reprobook: no password file on $(hostname) ($ROOT/pg/password): it is made on the primary's host and copied from there" >&2; exit 3; }}
@@ -456,15 +466,14 @@ unix_socket_directories = ''
 log_min_messages = panic
 CONF
 printf 'host    all             postgres        {prim}/32    scram-sha-256\\n{hba}' >> "$D/pg_hba.conf"
-as_pg "$PGBIN/pg_ctl" -D "$D" -l "$ROOT/pg/primary.log" -w start >/dev/null \\
-  || {{ tail -n 20 "$ROOT/pg/primary.log" >&2; exit 1; }}
+pg_start "$D" "$ROOT/pg/primary.log"
 pw=$(cat "$ROOT/pg/password")
 sql() {{ as_pg env PGPASSFILE="$ROOT/pg/pgpass" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h {prim} -p "$PORT" -U postgres -d postgres -c "$1"; }}
 sql "CREATE ROLE {PG_USER} WITH LOGIN PASSWORD '$pw'"
 sql "GRANT pg_read_server_files TO {PG_USER}"
 sql "CREATE DATABASE {PG_DATABASE} OWNER {PG_USER}"
-{db}{alter}{sync}as_pg "$PGBIN/pg_ctl" -D "$D" -l "$ROOT/pg/primary.log" -w restart >/dev/null \\
-  || {{ tail -n 20 "$ROOT/pg/primary.log" >&2; exit 1; }}
+{db}{alter}{sync}as_pg "$PGBIN/pg_ctl" -D "$D" -m fast -w stop >/dev/null
+pg_start "$D" "$ROOT/pg/primary.log"
 echo "PostgreSQL $("$PGBIN/postgres" -V | awk '{{print $3}}') primary on {prim}:$PORT (data in $D), admitting {', '.join(peers)}"
 """
     files = {
@@ -482,8 +491,7 @@ as_pg env PGPASSFILE="$ROOT/pg/pgpass" "$PGBIN/pg_basebackup" -h {prim} -p "$POR
   --checkpoint=fast -R --slot=rb_backup -w >"$ROOT/pg/basebackup.log" 2>&1 \\
   || {{ tail -n 20 "$ROOT/pg/basebackup.log" >&2; exit 1; }}
 echo "listen_addresses = '{back}'" >> "$D/postgresql.auto.conf"
-as_pg "$PGBIN/pg_ctl" -D "$D" -l "$ROOT/pg/backup.log" -w start >/dev/null \\
-  || {{ tail -n 20 "$ROOT/pg/backup.log" >&2; exit 1; }}
+pg_start "$D" "$ROOT/pg/backup.log"
 echo "PostgreSQL backup on {back}:$PORT, streaming from {prim}:$PORT"
 """
         files["pg-check.sh"] = common + f"""# a hot standby reads no serializable transaction, db1's default: these queries run at repeatable read
