@@ -62,6 +62,25 @@ def test_a_host_sees_and_kills_only_its_own_processes_and_keeps_them_over_an_ssh
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def test_a_hosts_private_directory_is_its_own(bed, tmp_path):
+    """On CloudLab each node has its own disk: BFT-SMaRt's replicas each read their own java-config (their own bind
+    address) at one path. Isolated hosts given that path as a private directory keep what they write there."""
+    needs_namespaces()
+    shared = tmp_path / "root" / "bftsmart"
+    for name, addr in (("gamma", "127.0.0.73"), ("delta", "127.0.0.74")):
+        bed.add_host(name, addr, isolated=True, private_dirs=[shared])
+    for host in ("gamma", "delta"):
+        assert run_on(bed, host, f"mkdir -p {shared}/java-config && hostname > {shared}/java-config/own").returncode == 0
+    assert run_on(bed, "gamma", f"cat {shared}/java-config/own").stdout == "gamma\n"
+    assert run_on(bed, "delta", f"cat {shared}/java-config/own").stdout == "delta\n"
+    # the machine's own view of the path is untouched, and the rest of the directory above stays shared
+    assert not (shared / "java-config").exists()
+    assert run_on(bed, "gamma", f"echo both > {shared.parent}/common").returncode == 0
+    assert run_on(bed, "delta", f"cat {shared.parent}/common").stdout == "both\n"
+    with pytest.raises(ValueError, match="needs an isolated host"):
+        bed.add_host("epsilon", "127.0.0.75", private_dirs=[shared])
+
+
 PERFORM = """
 import sys
 from reprobook.core.config import load_project

@@ -28,6 +28,7 @@ GENERATOR = """#!/bin/bash
 # stand-in for sql_{bench}_generator: records its arguments, writes what the real one writes
 echo "{bench} $*" >> "$RB_TEST_CALLS"
 [ -f "$RB_TEST_FAIL_{bench}" ] && {{ echo "generator {bench} crashed" >&2; exit 6; }}
+umask 077   # as under the run's umask: what it writes is its user's alone
 mkdir -p sql-{bench}-data
 echo "rows for $*" > sql-{bench}-data/table.csv
 echo '{{"tables": "{bench}"}}' > sql-{bench}-tables-schema.json
@@ -103,6 +104,9 @@ def test_each_benchmark_the_configs_load_is_generated_once_with_their_arguments_
         assert (data / f"sql-{bench}-data" / "table.csv").is_file()
         assert f"{bench} data (" in first.stdout and "generated in" in first.stdout
     assert (data / "auctionmark_profile").read_text() == "profile for --scale_factor=0.5\n"
+    # the Postgres server process (the user postgres) loads the tables itself: every user may read the data
+    for path in [data, *data.rglob("*")]:
+        assert path.stat().st_mode & (0o555 if path.is_dir() else 0o444) == (0o555 if path.is_dir() else 0o444), path
     # each server and client was sent the data over SSH (on loopback hosts share this file system)
     for host in ("us-east-1-0", "client-0-0"):
         assert f"{host}: auctionmark seats tpcc data and schemas in {data}" in first.stdout, first.stdout

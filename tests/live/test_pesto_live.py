@@ -105,8 +105,11 @@ def cluster():
         with SshTestbed(LIVE_DIR / "ssh") as bed:
             # isolated: the harness's `ps aux | grep -i server | ... | xargs kill -9` stays on each host's own
             # processes instead of reaching every "server" on this machine (a Jupyter server, say)
+            # and BFT-SMaRt's codebase directory is each host's own, as each CloudLab node's disk is: every host
+            # reads its own java-config (its own bind address) at the one path the configs name
+            private = [LIVE_DIR / "work" / "control" / "pequin" / "bftsmart", LIVE_DIR / "open-root" / "bftsmart"]
             for name, addr in HOSTS.items():
-                bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"], isolated=True)
+                bed.add_host(name, addr, extra_config=[f"SetEnv PATH={path}"], isolated=True, private_dirs=private)
             hosts = {"hosts": {n: {"ssh": n, "workdir": str(LIVE_DIR / "work" / n)} for n in HOSTS},
                      "clusters": {name: {"roles": roles} for name, roles in CLUSTERS.items()}}
             hosts["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{GIT_MIRROR}/"}

@@ -259,7 +259,11 @@ class SshServer:
         A host name: the server then runs in a "machine" of its own, PID, mount and UTS namespaces
         made with ``unshare`` and held by a small init, so that what its sessions start sees only
         that host's processes (``ps``, ``pkill`` and ``kill`` by name reach no other host's, nor
-        anything else on this machine), has a ``/dev/shm`` of its own, and ``hostname`` says that name. The machine outlives restarts of its sshd; `shutdown` (and the
+        anything else on this machine), has a ``/dev/shm`` of its own, and ``hostname`` says that name.
+    private_dirs : paths, optional
+        For an isolated host: directories that are the host's own, as on a machine of its own (a per-host
+        directory under ``root`` bind-mounted over each in the host's mount namespace; the path itself is made
+        on this machine, empty, if missing). What a host writes there, the other hosts do not see. The machine outlives restarts of its sshd; `shutdown` (and the
         testbed's close) ends it and everything in it, as powering a machine off does.
 
     Notes
@@ -279,9 +283,13 @@ class SshServer:
     """
 
     def __init__(self, root, addr: str, authorized_keys, *, port: int | None = None,
-                 extra_config: Sequence[str] = (), isolated: str | None = None):
+                 extra_config: Sequence[str] = (), isolated: str | None = None,
+                 private_dirs: Sequence[str | os.PathLike] = ()):
         self.extra_config = list(extra_config)
         self.isolated = isolated
+        if private_dirs and isolated is None:
+            raise ValueError("private_dirs needs an isolated host (a mount namespace of its own)")
+        self.private_dirs = [Path(d).resolve() for d in private_dirs]
         self._machine: subprocess.Popen | None = None
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -420,11 +428,14 @@ class SshServer:
             raise SshdError("an isolated test host needs root and util-linux's unshare and nsenter")
         # process 1 of the host: sets the host name and gives it a /dev/shm of its own (the harness empties it; 4 GiB
         # at most, room for the persistent-memory log's file), reaps orphans (bash waits for any child), ends on TERM
-        init = ('hostname "$1"; mount -t tmpfs -o mode=1777,size=4g tmpfs /dev/shm; '
+        # and its private directories (pairs: the path, the host's own directory bind-mounted over it)
+        init = ('hostname "$1"; shift; mount -t tmpfs -o mode=1777,size=4g tmpfs /dev/shm; '
+                'while [ $# -gt 1 ]; do mkdir -p "$1" "$2" && mount --bind "$2" "$1" || exit 1; shift 2; done; '
                 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done')
+        pairs = [str(x) for i, d in enumerate(self.private_dirs) for x in (d, self.root / "private" / str(i))]
         self._machine = subprocess.Popen(
             ["unshare", "--pid", "--mount-proc", "--uts", "--kill-child=SIGKILL", "--", "bash", "-c", init,
-             "init", self.isolated], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+             "init", self.isolated, *pairs], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10
         while (pid := self.machine_pid) is None:
@@ -643,20 +654,22 @@ class SshTestbed:
         return self._authorized_keys
 
     def add_host(self, alias: str, addr: str, *, trust: bool = True, port: int | None = None,
-                 extra_config: Sequence[str] = (), isolated: bool = False) -> SshServer:
+                 extra_config: Sequence[str] = (), isolated: bool = False,
+                 private_dirs: Sequence[str | os.PathLike] = ()) -> SshServer:
         """Start an sshd on `addr` and make it reachable as ``ssh -F ssh_config alias``.
 
         With ``trust=False`` its host key is left out of known_hosts, so a
         strict client refuses it as an unknown host. ``extra_config`` lines
         are appended to its sshd_config. ``isolated`` runs it in namespaces of
-        its own, named ``alias`` (see `SshServer`).
+        its own, named ``alias``, with ``private_dirs`` its own (see `SshServer`).
         """
         if self._closed:
             raise SshdError("this SshTestbed is closed")
         if alias in self.servers:
             raise ValueError(f"host alias {alias!r} is already in the testbed")
         server = SshServer(self._root / "hosts" / alias, addr, self._authorized_keys, port=port,
-                           extra_config=extra_config, isolated=alias if isolated else None)
+                           extra_config=extra_config, isolated=alias if isolated else None,
+                           private_dirs=private_dirs)
         try:
             server.start()
         except BaseException:
