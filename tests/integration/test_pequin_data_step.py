@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from reprobook.core.config import load_project
+from reprobook.errors import ConfigError
+from reprobook.papers.pesto.pequin import SQL_DATA, sql_data
 
 pytestmark = pytest.mark.ssh
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,10 +62,14 @@ def control(bed, tmp_path):
 
 
 def _configs(inputs: Path, configs: dict[str, dict]) -> None:
+    """The run's inputs as the generator makes them: the configs and, from them, the list of data to generate."""
     inputs.mkdir(parents=True, exist_ok=True)
     for name, fields in configs.items():
         (inputs / name).write_text(json.dumps(fields))
     (inputs / "Peloton-HS-TPCC-20wh.prepare.sh").write_text("# not a config\n")
+    (inputs / SQL_DATA).unlink(missing_ok=True)
+    if wanted := sql_data(list(configs.values())):
+        (inputs / SQL_DATA).write_text(wanted)
 
 
 def _run(bed, src: Path, tmp_path: Path, *, check: bool = True) -> subprocess.CompletedProcess:
@@ -140,3 +146,13 @@ def test_a_failing_generator_names_its_benchmark_and_a_run_without_sql_data_gene
     calls = len(_calls(tmp_path))
     nothing = _run(bed, control, tmp_path)
     assert "no config of this run loads SQL benchmark data" in nothing.stdout and len(_calls(tmp_path)) == calls
+
+
+def test_the_data_a_runs_configs_load_is_listed_once_per_benchmark_and_two_sizes_of_one_are_refused():
+    configs = [{"benchmark_name": "tpcc-sql", "tpcc_num_warehouses": 1}, {"benchmark_name": "rw-sql"},
+               {"benchmark_name": "seats-sql", "scale_factor": 1}, {"benchmark_name": "tpcc-sql", "tpcc_num_warehouses": 1},
+               {"benchmark_name": "auctionmark-sql", "scale_factor": 0.5}]
+    assert sql_data(configs) == "auctionmark --scale_factor=0.5\nseats --scale_factor=1\ntpcc -num_warehouses=1\n"
+    assert sql_data([{"benchmark_name": "rw-sql"}, {}]) == ""
+    with pytest.raises(ConfigError, match=r"tpcc at two sizes \(-num_warehouses=1, -num_warehouses=2\)"):
+        sql_data(configs + [{"benchmark_name": "tpcc-sql", "tpcc_num_warehouses": 2}])

@@ -532,13 +532,16 @@ def test_the_sharding_rehearsal_keeps_each_configs_shards_on_two_servers(tmp_pat
     project, claim, configs, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/sharding", facts, clients=clients,
                                                     servers=servers)
     assert [m.name for m in made] == ["Pequin-TPCC-SQL-20wh-c2.json", "Pequin-TPCC-SQL-20wh-c4.json",
-                                      "Pequin-TPCC-SQL-20wh-2s-c2.json", "Pequin-TPCC-SQL-20wh-2s-c4.json"]
+                                      "Pequin-TPCC-SQL-20wh-2s-c2.json", "Pequin-TPCC-SQL-20wh-2s-c4.json",
+                                      "sql-data.txt"]
+    # the data step's list: TPC-C once, at the two warehouses both configs load
+    assert made[-1].data == b"tpcc -num_warehouses=2\n"
     one, two = configs["Pequin-TPCC-SQL-20wh-c4.json"], configs["Pequin-TPCC-SQL-20wh-2s-c4.json"]
     assert (one["num_shards"], one["num_groups"], two["num_shards"], two["num_groups"]) == ([1], [1], [2], [2])
     assert two["server_names"] == [list(servers)] and two["fault_tolerance"] == 0 and two["client_nodes_per_server"] == 1
     assert two["tpcc_num_warehouses"] == 2 and two["client_total"] == [[4]]
     scales = []
-    for m in made:
+    for m in made[:-1]:
         scales.append(_labels(m)["scale"])
     assert scales == [1, 1, 2, 2]
     # shards 1 puts every config on one shard, as the other rehearsals do
@@ -673,6 +676,10 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
         # clients wait for all four loads (the leader stops on the authors' assertion if they time out meanwhile)
         replicated = labels["system"] in ("Peloton-HS", "Peloton-Smart")
         assert config["server_load_time"] == (25 * 4 if replicated else 25), (labels, config["server_load_time"])
+        if labels["system"] in ("Postgres", "Postgres-PB"):
+            # one database server and its one client node (client-0-0): the node runs every client of the point
+            assert config["server_names"] == [["us-east-1-0"]] and config["client_nodes_per_server"] == 1
+            assert config["client_processes_per_client_node"] == [[max(2, config["client_total"][0][0])]], config
     assert systems_seen == {**dict.fromkeys(["Peloton", "Peloton-HS", "Peloton-Smart", "Postgres", "Postgres-PB"],
                                             {"TPCC"}),
                             "Pesto-unreplicated": {"TPCC", "Auctionmark", "Seats"}}

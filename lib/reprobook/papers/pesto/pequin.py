@@ -488,6 +488,14 @@ HOST_FORMATS = {"server_host_format_str": "%s%.0s%.0s", "client_host_format_str"
 with the experiment and project names too, which ``%.0s`` takes and prints as nothing."""
 
 
+def _each(value: Any, number: int) -> Any:
+    """``value`` (a number, or a series of them, nested as the config's client settings are) with every number
+    ``number``."""
+    if isinstance(value, list):
+        return [_each(v, number) for v in value]
+    return number
+
+
 @dataclass(frozen=True)
 class ClusterRun:
     """How the artifact's harness runs one client setting on a cluster placed by reprobook.
@@ -572,6 +580,11 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         config["server_names"] = [servers] if in_series else servers
         config["server_regions"] = ([{region: servers}] if isinstance(config.get("server_regions"), list)
                                     else {region: servers})
+        # the harness starts at most servers x client_nodes_per_server x processes clients: with the one server,
+        # the client nodes of the others would be left out, so each node runs more processes
+        need = -(-run.clients // max(1, run.client_nodes))
+        if need > run.processes_per_node:
+            config["client_processes_per_client_node"] = _each(config.get("client_processes_per_client_node"), need)
     if f:
         protocols = config.get("replication_protocol")
         for protocol in set(protocols if isinstance(protocols, list) else [protocols]):
@@ -636,6 +649,32 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
                            changes=tuple(_changes(base.original, config)), warnings=base.warnings)
 
 
+SQL_DATA = "sql-data.txt"
+"""The input naming the SQL benchmarks' data a run's configs load: a line ``<benchmark> <generator arguments>`` each
+(`sql_data`), which the data step reads."""
+_GENERATOR_ARGS = {"tpcc-sql": ("tpcc", lambda c: "-num_warehouses=%d" % int(c.get("tpcc_num_warehouses", 20))),
+                   "auctionmark-sql": ("auctionmark", lambda c: "--scale_factor=%s" % float(c.get("scale_factor", 1))),
+                   "seats-sql": ("seats", lambda c: "--scale_factor=%d" % int(c.get("scale_factor", 1)))}
+
+
+def sql_data(configs: Sequence[Mapping[str, Any]]) -> str:
+    """The SQL benchmarks the ``configs`` load, each once with the arguments its generator takes from their fields
+    (TPC-C: ``tpcc_num_warehouses``; Auctionmark and Seats: ``scale_factor``), a line ``<benchmark> <arguments>``
+    each in name order; empty when none loads SQL data. Two configs of one benchmark with different sizes cannot
+    share its one data directory: refused."""
+    seen: dict[str, str] = {}
+    for config in configs:
+        kind = _GENERATOR_ARGS.get(config.get("benchmark_name"))
+        if kind is None:
+            continue
+        bench, args = kind[0], kind[1](config)
+        if seen.setdefault(bench, args) != args:
+            raise ConfigError(f"the run's configs load {bench} at two sizes ({seen[bench]}, {args}); its data has one "
+                              f"directory per run: run them separately", key="benchmark_name")
+        seen[bench] = args
+    return "".join(f"{bench} {args}\n" for bench, args in sorted(seen.items()))
+
+
 @generator("pequin.cluster")
 def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, config: str | None = None,
                     parameter: str = "configs", repository: str = "pequin-artifact", sweep: str = "clients",
@@ -691,7 +730,7 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     if any(int(c) <= 0 for c in ([points] if isinstance(points, int) else points)):
         raise ConfigError(f"{claim.key}: a run on a cluster of ours sets its client counts: give -p {sweep} "
                           f"(e.g. [2, 4]); 0 (each config's own settings) is for the paper's cluster")
-    out = []
+    out, made = [], []
     for (path, ref, original), clients in itertools.product(originals, [points] if isinstance(points, int) else points):
         run = ClusterRun(user=user, root=where(params["root"]),
                          src_dir=where(params["src_dir"]), output_dir=where(params["output_dir"]),
@@ -706,8 +745,12 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
                          shards=int(params["shards"]) if params.get("shards") is not None else 1,
                          shared_network=bool(params.get("shared_network")))
         gen = for_cluster(original, run, name=f"{names[path]}-c{int(clients)}.json")
+        made.append(gen.config)
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={sweep: int(clients), **({} if config else {parameter: path})}))
+    wanted = sql_data(made)
+    if wanted:   # the data step generates these once and ships them
+        out.append(RunInput(SQL_DATA, wanted.encode(), source="the run's configs (benchmark_name and their sizes)"))
     out += preparations(project, repo, [(names[path], load_config(original)) for path, _, original in originals],
                         servers=servers, clients=client_hosts, root=where(params["root"]),
                         src_dir=where(params["src_dir"]), batch_size=params.get("batch_size") or None,
