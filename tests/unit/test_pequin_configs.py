@@ -676,6 +676,8 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
         # clients wait for all four loads (the leader stops on the authors' assertion if they time out meanwhile)
         replicated = labels["system"] in ("Peloton-HS", "Peloton-Smart")
         assert config["server_load_time"] == (25 * 4 if replicated else 25), (labels, config["server_load_time"])
+        # HotStuff proposes only when commands arrive: Peloton-HS's client processes run five clients each
+        assert config["client_threads_per_process"] == [[5 if labels["system"] == "Peloton-HS" else 1]], labels
         if labels["system"] in ("Postgres", "Postgres-PB"):
             # one database server and its one client node (client-0-0): the node runs every client of the point
             assert config["server_names"] == [["us-east-1-0"]] and config["client_nodes_per_server"] == 1
