@@ -723,3 +723,19 @@ def test_the_workloads_paper_scale_prepares_each_system_in_the_cloudlab_home_wit
     smart = json.loads(made["Peloton-BFTSMART-TPCC-20wh.json"].data)
     assert smart["bftsmart_codebase_dir"] == "/users/alice/"   # the authors' layout: java-config and jars in the home
     assert "codebase=/users/alice\n" in made["Peloton-BFTSMART-TPCC-20wh.prepare.sh"].data.decode()
+
+
+def test_every_harness_claim_fetches_the_directory_its_harness_writes_to():
+    """The harness collects each point's outputs into ``output_dir`` (base_local_exp_directory); the claim fetches its
+    ``runs`` output from a path: at every scale they must be one directory, or a run's outputs are never fetched (the
+    workloads claim once fetched ``output`` while its harness wrote ``pequin/output``)."""
+    from reprobook.core.config import load_project
+    checked = 0
+    for claim in load_project(ROOT).all_claims():
+        if claim.paper != "pesto" or "output_dir" not in claim.parameters or "runs" not in claim.outputs:
+            continue
+        for scale in (list(claim.scales) or [None]):
+            output_dir = make_plan(claim, {"scale": scale} if scale else {}).params["output_dir"]
+            assert claim.at_scale(scale).outputs["runs"].path == output_dir, (claim.key, scale, output_dir)
+            checked += 1
+    assert checked >= 10
