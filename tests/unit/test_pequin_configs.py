@@ -512,6 +512,10 @@ def test_the_basil_rehearsals_name_their_configs_so_the_loader_finds_the_authors
     stall = configs["Indicus-90-2-c8.json"]
     assert stall["replication_protocol"] == ["indicus"] or stall["replication_protocol"] == "indicus"
     assert stall["fault_tolerance"] == 0 and stall["client_total"] == [[8]]
+    # the harness starts at most servers x nodes x processes clients: 8 on one server's two client nodes take four
+    # processes a node (two, the rehearsal's processes_per_node, would have started four clients of the eight)
+    assert stall["client_processes_per_client_node"] == [[4]]
+    assert configs["Indicus-90-2-c4.json"]["client_processes_per_client_node"] == [[2]]
     assert [_basil_name(m.name[:-len(".json")])[0] for m in made] == ["Indicus-NoFailures"] * 2 + ["Indicus-90-2"] * 2
     _, _, micro, made = _cluster_inputs(tmp_path, monkeypatch, "pesto/basil-microbenchmarks", facts)
     assert [m.name for m in made] == ["Indicus-c2.json", "Indicus-c4.json", "Indicus-NoCrypto-c2.json",

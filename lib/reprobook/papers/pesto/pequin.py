@@ -582,11 +582,6 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         config["server_names"] = [servers] if in_series else servers
         config["server_regions"] = ([{region: servers}] if isinstance(config.get("server_regions"), list)
                                     else {region: servers})
-        # the harness starts at most servers x client_nodes_per_server x processes clients: with the one server,
-        # the client nodes of the others would be left out, so each node runs more processes
-        need = -(-run.clients // max(1, run.client_nodes))
-        if need > run.processes_per_node:
-            config["client_processes_per_client_node"] = _each(config.get("client_processes_per_client_node"), need)
     if f:
         protocols = config.get("replication_protocol")
         for protocol in set(protocols if isinstance(protocols, list) else [protocols]):
@@ -604,6 +599,11 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         if key in config and run.shards:   # 0: the config's own shards, each a process on the servers in turn
             config[key] = [run.shards] * len(config[key]) if isinstance(config[key], list) else run.shards
     config["client_nodes_per_server"] = run.client_nodes
+    # the harness starts at most servers x client_nodes_per_server x processes client processes (more are left out,
+    # and the point would have fewer clients than it says): when the point asks for more, each node runs more
+    need = -(-run.clients // max(1, len(servers) * run.client_nodes))
+    if need > run.processes_per_node:
+        config["client_processes_per_client_node"] = _each(config.get("client_processes_per_client_node"), need)
     if (which is not None and which.preconfigure == "bftsmart") or "bftsmart_codebase_dir" in config:
         config["bftsmart_codebase_dir"] = f"{run.root}/bftsmart"   # where the preparation puts java-config and jars
     config.update(HOST_FORMATS)
