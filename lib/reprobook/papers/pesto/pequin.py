@@ -615,9 +615,9 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         # ("Call terminate last on leader?"): the clients wait for all of them
         config["server_load_time"] = run.load_s * len(servers)
     if run.hotstuff_threads and which is not None and which.preconfigure == "hotstuff":
-        # the artifact's HotStuff proposes a block only when a command arrives (its batch timer is off: "HS without
-        # batch timer cannot run with 1 client", the configs note) and commits a block three blocks later, so a few
-        # closed-loop clients all end up waiting on blocks nothing follows; the authors' curve starts at 10 clients
+        # the artifact's HotStuff proposes a block only when a command arrives (its batch timer is commented out)
+        # and commits a block once later blocks extend it; "HS without batch timer cannot run with 1 client", the
+        # authors' configs note, and their curve starts at 10 clients
         config["client_threads_per_process"] = _each(config.get("client_threads_per_process"), run.hotstuff_threads)
     config["server_port"] = run.server_port
     config.update({"num_experiment_runs": 1, "max_retries": 0, "server_emulate_wan": False,
