@@ -698,6 +698,10 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
         "config_pghs/shard0/hotstuff.gen.conf"].decode()
     assert [line.split(",")[0].rsplit(":", 1)[1] for line in conf.splitlines() if line.startswith("replica")] == \
         ["30000;40000", "30001;40001", "30002;40002", "30003;40003"]
+    # the database servers' memory at rehearsal scale (the authors' 30GB of shared buffers do not fit a small host)
+    primary = _unpack(next(m for m in made if m.name == "PG-TPCC.prepare.sh").data.decode())["pg-primary.sh"].decode()
+    assert 'ALTER SYSTEM SET shared_buffers = \'256MB\'' in primary and "SET work_mem = '64MB'" in primary
+    assert "30GB" not in primary
     unreplicated = next(m for m in made if m.name == "Postgres-TPCC-20wh.prepare.sh").data.decode()
     assert "pg-backup.sh" not in unreplicated and 'on us-east-1-0 "bash $q_root/pg-scripts/pg-primary.sh"' in unreplicated
 
