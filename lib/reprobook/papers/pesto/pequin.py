@@ -488,14 +488,6 @@ HOST_FORMATS = {"server_host_format_str": "%s%.0s%.0s", "client_host_format_str"
 with the experiment and project names too, which ``%.0s`` takes and prints as nothing."""
 
 
-def _each(value: Any, number: int) -> Any:
-    """``value`` (a number, or a series of them, nested as the config's client settings are) with every number
-    ``number``."""
-    if isinstance(value, list):
-        return [_each(v, number) for v in value]
-    return number
-
-
 @dataclass(frozen=True)
 class ClusterRun:
     """How the artifact's harness runs one client setting on a cluster placed by reprobook.
@@ -551,9 +543,25 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     to the hosts' CPUs; with ``single_threaded`` the server's request processing on one thread.
     What is not about the cluster or the sizes stays the authors'.
     """
+    try:   # the system the config runs (its protocol and settings, which the derivation leaves as they are)
+        which = systems.system_of(original if isinstance(original, Mapping) else load_config(original),
+                                  source=str(name or original))
+    except ConfigError:
+        which = None
+    # the harness starts at most servers x client_nodes_per_server x processes client processes (more are left out,
+    # and the point would have fewer clients than it says): when the point asks for more, each node runs more. The
+    # Postgres systems run the harness's server on the first server only
+    used = 1 if which is not None and which.protocol == "pg" else len(run.servers)
+    processes = max(run.processes_per_node, -(-run.clients // max(1, used * run.client_nodes)))
+    threads = 1
+    if run.hotstuff_threads and which is not None and which.preconfigure == "hotstuff":
+        # the artifact's HotStuff proposes a block only when a command arrives (its batch timer is never started;
+        # see the rehearsal patch hotstuff-batch-timer.patch) and commits a block once later blocks extend it; "HS
+        # without batch timer cannot run with 1 client", the authors' configs note, and their curve starts at 10
+        threads = run.hotstuff_threads
     base = generate(original, ExperimentParams(
         project="local", experiment="local", user=run.user, local_output_dir=run.output_dir, src_dir=run.src_dir,
-        remote_bin_dir=f"{run.root}/bin-nfs", clients=(ClientSetting(run.clients, run.processes_per_node, 1),),
+        remote_bin_dir=f"{run.root}/bin-nfs", clients=(ClientSetting(run.clients, processes, threads),),
         duration_s=run.duration_s, ramp_s=run.ramp_s, runs=1, labels=run.labels), name=name)
     config, source = copy.deepcopy(dict(base.config)), base.source
     groups = _groups(config, source)
@@ -568,10 +576,6 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
     latencies = config.get("region_rtt_latencies")
     if isinstance(latencies, Mapping) and region not in latencies:
         config["region_rtt_latencies"] = {**latencies, region: {region: 0}}
-    try:
-        which = systems.system_of(config, source=source)
-    except ConfigError:
-        which = None
     f = int(run.fault_tolerance)
     if which is not None and which.preconfigure in ("hotstuff", "bftsmart"):
         f = max(f, 1)   # the authors' HotStuff and BFT-SMaRt configurations have four replicas: 3f+1 with f = 1
@@ -599,11 +603,6 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         if key in config and run.shards:   # 0: the config's own shards, each a process on the servers in turn
             config[key] = [run.shards] * len(config[key]) if isinstance(config[key], list) else run.shards
     config["client_nodes_per_server"] = run.client_nodes
-    # the harness starts at most servers x client_nodes_per_server x processes client processes (more are left out,
-    # and the point would have fewer clients than it says): when the point asks for more, each node runs more
-    need = -(-run.clients // max(1, len(servers) * run.client_nodes))
-    if need > run.processes_per_node:
-        config["client_processes_per_client_node"] = _each(config.get("client_processes_per_client_node"), need)
     if (which is not None and which.preconfigure == "bftsmart") or "bftsmart_codebase_dir" in config:
         config["bftsmart_codebase_dir"] = f"{run.root}/bftsmart"   # where the preparation puts java-config and jars
     config.update(HOST_FORMATS)
@@ -614,11 +613,6 @@ def for_cluster(original: str | Path | Mapping, run: ClusterRun, *, name: str | 
         # while the replicas still load starts its next one, and the leader stops on the authors' assertion
         # ("Call terminate last on leader?"): the clients wait for all of them
         config["server_load_time"] = run.load_s * len(servers)
-    if run.hotstuff_threads and which is not None and which.preconfigure == "hotstuff":
-        # the artifact's HotStuff proposes a block only when a command arrives (its batch timer is commented out)
-        # and commits a block once later blocks extend it; "HS without batch timer cannot run with 1 client", the
-        # authors' configs note, and their curve starts at 10 clients
-        config["client_threads_per_process"] = _each(config.get("client_threads_per_process"), run.hotstuff_threads)
     config["server_port"] = run.server_port
     config.update({"num_experiment_runs": 1, "max_retries": 0, "server_emulate_wan": False,
                    "base_remote_exp_directory": f"{run.root}/experiments", "base_mounted_fs_path": run.root,
