@@ -99,3 +99,20 @@ def test_an_empty_statistics_file_is_told_apart_from_a_missing_one(tmp_path):
     assert parse.client_stats_state(tmp_path / "empty.json") == "empty"
     assert parse.client_stats_state(tmp_path / "full.json") == "written"
     assert parse.client_stats_state(tmp_path / "none.json") == "missing"
+
+
+def test_a_client_that_committed_nothing_in_its_interval_measured_nothing_and_is_no_error(tmp_path):
+    """A real Basil client that stalls its own transactions (``Indicus-90-2``; see the data's README): its stdout is
+    empty, and its stderr says ``Completed 1185 requests in -94754367707406.774834 seconds`` (the interval's start is
+    set by the first commit, which never came). It counts as a client that committed nothing, beside the others."""
+    stderr = DATA / "basil-stalling-client-stderr.log"
+    assert json.loads((DATA / "basil-stalling-client-stats.json").read_text())["total_byz_clients"] == 1
+    (tmp_path / "client-0-0-0-stdout-0.log").write_text("")
+    summary, txns = parse.read_client_output(tmp_path / "client-0-0-0-stdout-0.log", stderr)
+    assert summary["committed"] == 0 and txns.empty and summary["tput_tx_per_s"] == 0
+    assert summary["reported_requests"] == 1185 and summary["warmup_requests"] == 425
+    assert summary["reported_s"] != summary["reported_s"]   # NaN, not -9.5e13
+    # beside a client that measured, the point's sum is that client's alone
+    per, _ = parse.read_clients([(tmp_path / "client-0-0-0-stdout-0.log", stderr), _clients("pesto-rwsql")[0]])
+    measured = parse.read_client_output(_clients("pesto-rwsql")[0])[0]
+    assert per.iloc[-1]["tput_tx_per_s"] == pytest.approx(measured["tput_tx_per_s"])

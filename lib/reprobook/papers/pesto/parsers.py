@@ -453,7 +453,8 @@ def mark_knees(frame: pd.DataFrame, *, by: list[str], order: str, x: str = "tput
 
 _CLIENT_NOTICES = {
     "warmup": re.compile(rb"Completed warmup period of (\d+) seconds with (\d+) requests"),
-    "completed": re.compile(rb"Completed (\d+) requests in ([0-9.]+) seconds"),
+    # the interval is negative garbage when the client committed nothing in it (its start is set by the first commit)
+    "completed": re.compile(rb"Completed (\d+) requests in (-?[0-9.]+) seconds"),
     "median_ns": re.compile(rb"Median latency is (\d+) ns"),
     "p90_ns": re.compile(rb"90th percentile latency is (\d+) ns"),
     "p99_ns": re.compile(rb"99th percentile latency is (\d+) ns"),
@@ -477,7 +478,9 @@ def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tu
 
     The clients of this artifact may crash in their clean-up after printing all this (their
     ``--stats_file`` then holds ``{}``): what is here is what they measured. A file with neither
-    transactions nor a ``Completed`` line is an `OutputError` naming the file.
+    transactions nor a ``Completed`` line is an `OutputError` naming the file. A client that committed nothing in
+    its measured interval (Basil's clients that stall their own transactions) prints its ``Completed`` line with a
+    negative interval: it measured nothing (``committed`` 0, throughput 0, ``reported_s`` NaN).
     """
     path = Path(path)
     try:
@@ -497,17 +500,20 @@ def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tu
                           "'Completed N requests in T seconds' line: the client did not get to measure "
                           "(look at its stderr and at the servers' logs)", file=path)
     duration = max((int(s) + int(us) / 1e6 for s, us, _ in ends), default=np.nan)
+    reported_s = float(notices["completed"][-1][1]) if notices["completed"] else np.nan
+    if not reported_s >= 0:  # no commit in the measured interval (a client that stalls its own transactions)
+        reported_s = np.nan
     if not ends and notices["completed"]:
-        duration = float(notices["completed"][-1][1])
+        duration = reported_s
     lat = txns["latency_ms"].to_numpy()
     summary = {
         "file": path.name, "committed": len(txns), "duration_s": duration,
-        "tput_tx_per_s": len(txns) / duration if duration and duration == duration else np.nan,
+        "tput_tx_per_s": len(txns) / duration if duration and duration == duration else (0.0 if not len(txns) else np.nan),
         "latency_ms": float(lat.mean()) if len(lat) else np.nan,
         "p50_ms": float(np.percentile(lat, 50)) if len(lat) else np.nan,
         "p99_ms": float(np.percentile(lat, 99)) if len(lat) else np.nan,
         "reported_requests": int(notices["completed"][-1][0]) if notices["completed"] else np.nan,
-        "reported_s": float(notices["completed"][-1][1]) if notices["completed"] else np.nan,
+        "reported_s": reported_s,
         "reported_p50_ms": int(notices["median_ns"][-1]) / 1e6 if notices["median_ns"] else np.nan,
         "reported_p99_ms": int(notices["p99_ns"][-1]) / 1e6 if notices["p99_ns"] else np.nan,
         "warmup_requests": int(notices["warmup"][-1][1]) if notices["warmup"] else np.nan,
