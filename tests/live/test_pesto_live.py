@@ -243,6 +243,15 @@ def test_the_replica_failure_the_shards_and_basils_claims_rehearse_on_clusters_o
     _record(attempt)
 
 
+def _open_root() -> Path:
+    """The runs' root for the databases: the hosts' workdirs are private (0700) and the user postgres must reach the
+    data directories, so the root is a directory of its own that others may pass through."""
+    root = LIVE_DIR / "open-root"
+    root.mkdir(mode=0o755, exist_ok=True)
+    root.chmod(0o755)
+    return root
+
+
 def _comparison(cluster, params: dict | None = None):
     """Run the workloads claim at rehearsal scale (with ``params``) on the ``workloads`` cluster, under a run root the
     user postgres can reach, and assert what every such run must show: the systems prepared (HotStuff's files sent,
@@ -251,9 +260,7 @@ def _comparison(cluster, params: dict | None = None):
     attempt = _attempt()
     # the databases live under the run's root, which the user postgres must reach: the hosts' workdirs are
     # private (0700), so the run's root is a directory of its own that others may pass through
-    root = LIVE_DIR / "open-root"
-    root.mkdir(mode=0o755, exist_ok=True)
-    root.chmod(0o755)
+    root = _open_root()
     data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads", {**(params or {}), "root": str(root)})
     _record(attempt)
     log = (RunStore(cluster.project.settings.runs_dir).load(attempt["claims"]["pesto/workloads"]["run"]).path
@@ -306,8 +313,13 @@ def _cut_and_resume(cluster, claim_id: str, params: dict, host: str, restart: st
                         timeout=600, what="the run to start")
         cluster.started.append(run.id)
         steps = Path(project.hosts.host("control").workdir) / ".reprobook" / "runs" / run.id / "steps"
-        _wait_for(lambda: steps.is_dir() and len(list(steps.glob("*-*.done"))) >= 1, timeout=3 * 3600,
-                  what="the first client count done")
+        def first_done():
+            ended = store.load(run.id)
+            assert ended.status == "running" or (steps.is_dir() and list(steps.glob("*-*.done"))), \
+                f"{run.id} ended ({ended.status}) before its first client count was done: " + \
+                (ended.path / "log.txt").read_text()[-3000:]
+            return steps.is_dir() and len(list(steps.glob("*-*.done"))) >= 1
+        _wait_for(first_done, timeout=3 * 3600, what="the first client count done")
         first = sorted(p.name for p in steps.glob("*-*.done"))
         # the second client count under way: its fourth benchmark client (there is none in the first) measuring
         _wait_for(lambda: subprocess.run(["pgrep", "-f", FOURTH], capture_output=True).returncode == 0,
@@ -368,7 +380,8 @@ def test_a_real_postgres_pb_run_cut_in_the_middle_resumes_and_finishes(cluster):
     """#24: Postgres-PB (a real primary and streaming backup) on TPC-C, cut while its second client count measures,
     the primary's host's sshd restarted with its sessions; resumed by id, the point is prepared again (new primary and
     backup, replication checked) and run, and the first is not run again."""
-    params = {"scale": "rehearsal", "configs": ["experiment-configs/Postgres/primary-backup/PG-TPCC.json"]}
+    params = {"scale": "rehearsal", "configs": ["experiment-configs/Postgres/primary-backup/PG-TPCC.json"],
+              "root": str(_open_root())}   # a root the user postgres can reach, as in `_comparison`
     _, data, verdict, log = _cut_and_resume(cluster, "pesto/workloads", params, "workloads", "us-east-1-0",
                                             "Postgres-PB")
     assert log.count("replication checked") >= 2, "the resumed point was prepared again"
