@@ -384,5 +384,9 @@ def test_a_real_postgres_pb_run_cut_in_the_middle_resumes_and_finishes(cluster):
               "root": str(_open_root())}   # a root the user postgres can reach, as in `_comparison`
     _, data, verdict, log = _cut_and_resume(cluster, "pesto/workloads", params, "workloads", "us-east-1-0",
                                             "Postgres-PB")
-    assert log.count("replication checked") >= 2, "the resumed point was prepared again"
+    # the log is the last attempt's: the finished point skipped, the cut one prepared again (a new primary and backup,
+    # replication checked) before it ran
+    resumed = log[log.index("### reprobook step 13-2/"):]
+    assert "[skipped: done in an earlier attempt]" in log[log.index("### reprobook step 13-1/"):].splitlines()[0]
+    assert "replication checked" in resumed, "the resumed point was prepared again"
     assert set(data["system"]) == {"Postgres-PB"} and (data["tput_tx_per_s"] > 0).all(), data
