@@ -258,8 +258,6 @@ def _comparison(cluster, params: dict | None = None):
     Postgres-PB's replication checked), every point committing, the harness's and the clients' counts agreeing.
     Returns the measured table."""
     attempt = _attempt()
-    # the databases live under the run's root, which the user postgres must reach: the hosts' workdirs are
-    # private (0700), so the run's root is a directory of its own that others may pass through
     root = _open_root()
     data, verdict = _rehearse(cluster, "pesto/workloads", attempt, "workloads", {**(params or {}), "root": str(root)})
     _record(attempt)

@@ -508,7 +508,7 @@ def read_client_output(path: str | Path, stderr: str | Path | None = None) -> tu
     lat = txns["latency_ms"].to_numpy()
     summary = {
         "file": path.name, "committed": len(txns), "duration_s": duration,
-        "tput_tx_per_s": len(txns) / duration if duration and duration == duration else (0.0 if not len(txns) else np.nan),
+        "tput_tx_per_s": 0.0 if txns.empty else (len(txns) / duration if duration and duration == duration else np.nan),
         "latency_ms": float(lat.mean()) if len(lat) else np.nan,
         "p50_ms": float(np.percentile(lat, 50)) if len(lat) else np.nan,
         "p99_ms": float(np.percentile(lat, 99)) if len(lat) else np.nan,
