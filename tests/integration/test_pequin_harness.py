@@ -138,6 +138,7 @@ def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     assert "patch peloton-trafficcop-per-thread.patch: applied" in log
     assert "patch fallback-reply-self-deadlock.patch: applied" in log  # one request thread: no self-deadlock
     assert "patch phase2-valid-reply.patch: applied" in log  # one request thread: a valid Phase2 is answered
+    assert "patch fallback-multicast-releases-clients.patch: applied" in log  # no spin on its own hash-map lock
     assert "patch client-exits-when-done.patch: applied" in log  # no idling to the harness's timeout
     assert "patch harness-rsync-keeps-times.patch: applied" in log
     # the generated config: the placement's names, paths under the root, one thread, pins cut to the CPUs
