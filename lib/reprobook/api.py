@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
@@ -321,12 +321,14 @@ class Evaluation:
     verdict: checks.ClaimVerdict
 
 
-def rehearsal(claim: Claim) -> None:
+def rehearsal(claim: Claim, draw: Callable[[pd.DataFrame], object] | None = None) -> None:
     """The latest rehearsal of the claim in the run store, beside the page's own numbers: when it ran and where,
     its scale and deviations, its table, its plot and the verdict its own numbers give (not the page's verdict).
 
     A rehearsal runs the whole pipeline at small sizes on a small host; its numbers say that the experiment
     runs end to end, and what the checks a rehearsal can judge make of them. Without one, says how to make one.
+    The plot is the claim's own (`plot`); a page that draws its figure itself passes ``draw``, called with the
+    rehearsal's table; without either, the table stands alone.
     """
     from IPython.display import Markdown, display
     from reprobook.book.text import code, markdown_str
@@ -356,7 +358,10 @@ def rehearsal(claim: Claim) -> None:
                                   verdict.wording or verdict.verdict.value, verdict.reason)))
     display(deviations(claim, outputs))
     display(measured.round(3))
-    plot(claim, measured)
+    if draw is not None:
+        draw(measured)
+    elif claim.plots:
+        plot(claim, measured)
 
 
 def evaluate(key: str | Claim, source: str = "auto") -> Evaluation:

@@ -96,3 +96,24 @@ def test_without_a_rehearsal_the_page_says_how_to_make_one(shown):
     assert "`reprobook run aardvark/archive-throughput --source live --host HOST -p scale rehearsal" in md.data
     api.rehearsal(api.claim("verus/page-table"))
     assert shown[-1].data == "This claim has no rehearsal scale."
+
+
+def test_a_page_that_draws_its_own_figure_passes_it_and_a_claim_without_a_plot_is_named(mirror, shown, monkeypatch):
+    """pesto/failures draws its figure itself (no `plot` entry): its rehearsal section crashed with KeyError 'x' once a
+    rehearsal was in the run store, and the whole site failed to build. The page's drawing is called with the
+    rehearsal's table instead of the claim's plot; asking a claim without a plot for its plot names it."""
+    from reprobook.errors import ReprobookError
+    claim = api.claim("verus/pm-log")
+    store = RunStore(api.project().settings.runs_dir)
+    _run(store, claim, "r", _results(mirror), scale="rehearsal", created="2026-01-01T00:00:00+00:00")
+    drawn, plotted = [], []
+    monkeypatch.setattr(api, "plot", lambda *a, **k: plotted.append(a))
+    api.rehearsal(claim, draw=drawn.append)
+    assert len(drawn) == 1 and len(drawn[0]) == 27 and not plotted
+    api.rehearsal(claim)
+    assert len(plotted) == 1
+    monkeypatch.undo()
+    failures = api.claim("pesto/failures")
+    assert not failures.plots
+    with pytest.raises(ReprobookError, match="pesto/failures declares no plot"):
+        api.plot(failures, shown[2])

@@ -32,6 +32,7 @@ from matplotlib.patches import Patch
 from reprobook.core.checks import STATISTICS, matches, trial_rows
 from reprobook.core.config import Claim, PublishedNumber  # noqa: F401
 from reprobook.core.published import published_frame  # noqa: F401  (public here too: the notebooks and tests call plots.published_frame)
+from reprobook.errors import ReprobookError
 
 SERIES = "series"
 """The column naming the series of a measured table: a run's label (``measured`` when there is one table)."""
@@ -473,6 +474,9 @@ def facet_size(nrow: int, ncol: int) -> tuple[float, float]:
 def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
     """`overlay`'s arguments for the claim's plot number ``index``: its spec, published values, band and labels."""
     spec = {**(dict(claim.plots[index]) if claim.plots else {}), **overrides}
+    if "x" not in spec or "y" not in spec:
+        raise ReprobookError(f"{claim.key} declares no plot (no 'plot' entry in its paper's YAML): pass x= and y= "
+                             "to draw its table, or use the page's own figure")
     x, y, hue = spec["x"], spec["y"], spec.get("hue")
     select = spec.get("select")
     measured, statistic = _with_trials(measured, {x, y, *(c for c in (hue, spec.get("col"), spec.get("row")) if c),
