@@ -107,12 +107,12 @@ def test_a_page_that_draws_its_own_figure_passes_it_and_a_claim_without_a_plot_i
     store = RunStore(api.project().settings.runs_dir)
     _run(store, claim, "r", _results(mirror), scale="rehearsal", created="2026-01-01T00:00:00+00:00")
     drawn, plotted = [], []
-    monkeypatch.setattr(api, "plot", lambda *a, **k: plotted.append(a))
-    api.rehearsal(claim, draw=drawn.append)
-    assert len(drawn) == 1 and len(drawn[0]) == 27 and not plotted
-    api.rehearsal(claim)
-    assert len(plotted) == 1
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(api, "plot", lambda *a, **k: plotted.append(a))
+        api.rehearsal(claim, draw=drawn.append)
+        assert len(drawn) == 1 and len(drawn[0]) == 27 and not plotted
+        api.rehearsal(claim)
+        assert len(plotted) == 1
     failures = api.claim("pesto/failures")
     assert not failures.plots
     with pytest.raises(ReprobookError, match="pesto/failures declares no plot"):
