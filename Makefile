@@ -43,7 +43,7 @@ test-fast: setup lint-imports
 lint-imports: setup
 	$(BIN)/lint-imports --no-cache
 
-# Opt-in, not part of `make test`: Pequin built from source (45 to 90 minutes on two cores the first time, minutes
+# Opt-in, not part of `make test`: Pequin built from source (about 80 minutes on two cores the first time, minutes
 # after) and every Pesto and Basil claim's rehearsal run through the authors' harness on loopback sshd hosts (up to
 # fourteen, each in namespaces of its own; needs root).
 live-pesto: setup system-deps

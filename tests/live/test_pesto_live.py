@@ -5,7 +5,7 @@ Nothing here is a stand-in. The project's own claims ``pesto/basil-workloads`` (
 conditional scans over 10 and 100 rows), at their rehearsal scale, run on a loopback cluster of four real sshd hosts on this machine, named as
 the harness names them (``control``, ``us-east-1-0``, ``client-0-0``, ``client-0-1``): the control host
 checks out Pequin at the pinned commit from the local mirror, installs the Debian packages and the
-libraries Debian lacks, builds the server and the benchmark client (about 45 minutes on two cores the
+libraries Debian lacks, builds the server and the benchmark client (about 80 minutes on two cores the
 first time; the compiler cache and the kept workdir make a second run take minutes), and runs the
 harness on the configs derived for the cluster. The runs are recorded in the project's run store, so
 ``make book`` afterwards shows them on the Pesto pages.
@@ -84,7 +84,7 @@ _DONE = re.compile(r"^### reprobook: step (\S+) done in (\d+) s")
 @pytest.fixture(scope="module")
 def cluster():
     if os.environ.get("REPROBOOK_LIVE_PESTO") != "1":
-        pytest.skip("opt-in: `make live-pesto` builds Pequin from source (about 45 minutes) and runs it")
+        pytest.skip("opt-in: `make live-pesto` builds Pequin from source (about 80 minutes the first time) and runs it")
     if os.geteuid() != 0:
         pytest.skip("needs root: Debian packages, libraries in /usr/local, the server's name in /etc/hosts")
     if not (GIT_MIRROR / "fsuri" / "Pequin-Artifact").is_dir():
