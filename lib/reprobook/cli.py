@@ -520,8 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "--hosts: each on a host that meets its requirements, in parallel (one claim at a time per host)")
     s.add_argument("--hosts", metavar="A,B,C", help="with --all: the pool of hosts from configs/hosts.yaml")
     s.add_argument("--source", default="auto",
-                   help="auto (latest recorded run, else the authors' outputs), reference, live, a run id, or "
-                        "run ids joined with + to judge their outputs together (default: auto)")
+                   help="auto (the latest successful run with these parameters, the scale among them, else the "
+                        "authors' outputs: -p scale rehearsal picks the latest rehearsal), reference, live, a run id, "
+                        "or run ids joined with + to judge their outputs together (default: auto)")
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml for a live run "
                                                      "(default: local); a cluster gives each of the claim's roles its hosts")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
@@ -563,11 +564,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("report", help="write the evaluator's report of a paper (Markdown and JSON)",
-                       description="Judge every claim of a paper from its latest run (else the authors' shipped "
-                                   "outputs) and write PAPER-report.md, for a review form, and PAPER-report.json "
+                       description="Judge every claim of a paper with --source auto (its latest run at the "
+                                   "paper's scale with the paper's parameters, else the authors' shipped outputs), "
+                                   "weigh beside it the latest successful run at each scale (a rehearsal among "
+                                   "them), each judged at its own scale, and write PAPER-report.md, for a review form, and PAPER-report.json "
                                    "(schema: lib/reprobook/core/schemas/report.json): per claim the verdict, margin, "
                                    "source, runs, the host's facts and how they differ from the authors' machine, "
-                                   "and the ACM badge the evidence supports, with the reason.")
+                                   "the evidence with the badge each piece counts toward, and per ACM badge whether "
+                                   "it is supported and what it still needs. A successful run counts toward "
+                                   "Functional at any scale and toward Reproduced only at the paper's; the authors' "
+                                   "outputs toward neither; Available needs the artifact's DOI in the paper file "
+                                   "(artifact_doi). With redact_hosts, hosts, users and machines are withheld.")
     s.add_argument("paper", help="e.g. aardvark")
     s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
     s.set_defaults(func=cmd_report)

@@ -3,7 +3,8 @@
 Jupyter Book re-executes a notebook only when its code changes. A claim page
 also depends on data: the paper's configuration (published numbers, checks),
 the latest recorded run of the claim, where the authors' outputs come from,
-and the library that computes the verdict. Before each build, reprobook
+the library that computes the verdict, and redaction (its setting and the
+hosts file, whose names it withholds). Before each build, reprobook
 fingerprints those inputs per page; a page whose fingerprint changed loses its
 cache entry and is marked for re-reading, so exactly the affected pages (and
 the summary) execute again, and a page never shows a stale verdict.
@@ -63,7 +64,9 @@ def _library_hash() -> str:
 def fingerprints(project: Project) -> dict[str, str]:
     """Page (relative path) -> fingerprint of the data it is computed from."""
     s = project.settings
-    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url)
+    # redaction changes what every page says about its runs' hosts, and the hosts file says which names it withholds
+    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url, f"redact_hosts={s.redact_hosts}",
+                _file_bytes(project.hosts.path))
     store = RunStore(s.runs_dir)
     pages: dict[str, str] = {}
     per_claim = []
@@ -83,6 +86,13 @@ def fingerprints(project: Project) -> dict[str, str]:
     return pages
 
 
+def _file_bytes(path: Path | None) -> bytes:
+    try:
+        return Path(path).read_bytes() if path else b""
+    except OSError:
+        return b""
+
+
 def _source_files(root: Path) -> list[Path]:
     files = [root / "_config.yml", root / "_toc.yml"]
     for top in ("book", "notebooks", "configs"):
@@ -100,14 +110,16 @@ def site_fingerprint(project: Project, pages: dict[str, str]) -> str:
 def quick_stamp(root: Path, runs_dir: str | Path | None) -> str:
     """A stamp of everything a build reads, taken without loading the configuration.
 
-    The ``REPROBOOK_*`` environment, every source file of the book (configuration included),
+    The ``REPROBOOK_*`` environment (redaction's setting among it) and the hosts file it names, every source file of
+    the book (configuration, ``redact_hosts`` and the hosts file included),
     the library, and the run store's manifests (name, size, time of change). Equal stamps mean
     equal inputs, so a rebuild with nothing changed answers from it alone (loading the
     configuration costs half a second); a different stamp only means "look closer"
     (`fingerprints`).
     """
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("REPROBOOK_") and k not in _NOT_INPUTS)
-    parts = [str(root), *env, _library_hash()]
+    hosts = os.environ.get("REPROBOOK_HOSTS")   # outside configs/ when given: its content, not only its name
+    parts = [str(root), *env, _library_hash(), _h(_file_bytes(Path(hosts).expanduser() if hosts else None))]
     parts += [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in _source_files(root)]
     if runs_dir and Path(runs_dir).is_dir():
         for m in sorted(Path(runs_dir).glob(f"*/*/*/{MANIFEST}")):

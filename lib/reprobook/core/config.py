@@ -263,6 +263,7 @@ class Paper:
     published: Mapping[str, PublishedNumber]
     claims: Mapping[str, Claim]
     published_tables: Mapping[str, tuple[PublishedNumber, ...]] = field(default_factory=dict)
+    artifact_doi: str = ""   # the artifact's archival copy (a DOI such as 10.5281/zenodo.1234567); "" when none is given
 
     def repositories_for(self, claim: Claim) -> tuple[Repository, ...]:
         """The repositories a live run of ``claim`` checks out, in the paper's order."""
@@ -524,7 +525,23 @@ def load_paper(path: Path) -> Paper:
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
-                 claims=_frozen(claims), published_tables=_frozen(tables))
+                 claims=_frozen(claims), published_tables=_frozen(tables), artifact_doi=_doi(data, path))
+
+
+DOI = re.compile(r"10\.[0-9]{4,9}/\S+")
+"""A DOI as `artifact_doi` holds it: the prefix ``10.NNNN`` and a suffix, nothing around them (``https://doi.org/``
+is the resolver, not the DOI)."""
+
+
+def _doi(data: Mapping, path: Path) -> str:
+    """The paper's ``artifact_doi``, checked in full (the schema's pattern lets a trailing newline through)."""
+    doi = data.get("artifact_doi")
+    if doi is None:
+        return ""
+    if not DOI.fullmatch(doi):
+        raise ConfigError(f"artifact_doi is {doi!r}: a DOI such as 10.5281/zenodo.1234567 (without "
+                          f"https://doi.org/) is allowed", file=path, key="artifact_doi")
+    return doi
 
 
 def _check_columns(c: Mapping, declared: tuple[str, ...] | None, *, file: Path, where: str) -> None:
