@@ -194,7 +194,7 @@ def counts_toward(claim, outputs, verdict, *, paper_params=None, scrub=_same) ->
     ran = f"run {outputs.run_id}" + (" (imported: done by hand)" if kind == "import" else "")
     scale = outputs.scale or PAPER
     if scale != PAPER:
-        return "Functional", (f"{ran} ran the artifact end to end at the {scale} scale, where the claim {verdict.says}; "
+        return "Functional", (f"{ran} ran the artifact end to end at the {scale} scale (its verdict there: {verdict.says}); "
                               f"a run at a scale other than the paper's counts toward Functional, never Reproduced")
     if paper_params is not None:
         from reprobook.core.plan import make_plan
