@@ -90,3 +90,23 @@ def test_a_redacted_report_withholds_hosts_named_like_words_and_still_validates(
     import re
     assert "not (withheld)" not in text, re.findall(r".{200}not \(withheld\).{40}", text)[:3]
     assert "a successful run of the experiment" in text   # the report's own words stay
+
+
+def test_a_redacted_page_withholds_the_parameters_that_name_someone(root, mirror, tmp_path, monkeypatch):
+    """The CloudLab user, experiment and project a Pesto run was given, and any parameter whose value is a host
+    redaction knows, are not on a redacted page; the other parameters are."""
+    from pathlib import Path
+
+    from reprobook import sources
+    claim = load_project(root).claim("aardvark/archive-throughput")
+    import os
+    _recorded_run(root, mirror, Path(os.environ["REPROBOOK_RUNS"]))   # its host, lab-node-7.secret.example, is known
+    params = {"cloudlab_user": "alice-cl", "cloudlab_experiment": "exp-secret", "cloudlab_project": "proj-secret",
+              "target": "LAB-NODE-7.secret.example", "small_host": True, "trials": 3}
+    outputs = sources.Outputs(claim.key, "live", "run r", {"archives": (Path("/x"),)}, run_id="r", parameters=params)
+    shown = api.deviations(claim, outputs).data
+    assert "alice\\-cl" in shown and "exp\\-secret" in shown   # without redaction they are shown
+    monkeypatch.setenv("REPROBOOK_REDACT_HOSTS", "1")
+    shown = api.deviations(claim, outputs).data
+    assert "alice" not in shown and "secret" not in shown.lower() and "node" not in shown.lower(), shown
+    assert "small\\_host=True" in shown and "trials=3" in shown and shown.count("(withheld") == 4, shown
