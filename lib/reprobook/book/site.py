@@ -36,6 +36,7 @@ from typing import Callable, Iterator
 from reprobook.book import execution
 from reprobook.core import verdicts
 from reprobook.core.config import Project
+from reprobook.core.redaction import known_names
 from reprobook.errors import ReprobookError
 from reprobook.core.runs import MANIFEST, RunStore
 
@@ -65,9 +66,10 @@ def fingerprints(project: Project) -> dict[str, str]:
     """Page (relative path) -> fingerprint of the data it is computed from."""
     s = project.settings
     # redaction changes what every page says about its runs' hosts, and the hosts file says which names it withholds
-    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url, f"redact_hosts={s.redact_hosts}",
-                _file_bytes(project.hosts.path))
     store = RunStore(s.runs_dir)
+    withheld = sorted(known_names(project, store).names) if s.redact_hosts else []   # from every run, not only a page's
+    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url, f"redact_hosts={s.redact_hosts}",
+                _file_bytes(project.hosts.path), *withheld)
     pages: dict[str, str] = {}
     per_claim = []
     for paper in project.papers.values():
