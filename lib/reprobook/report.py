@@ -277,6 +277,7 @@ def _claim_entry(project_, claim, scrub) -> dict:
     from reprobook.core.runs import RunStore
     from reprobook import sources
     from reprobook.api import check, load
+    from reprobook.errors import ReprobookError
     store = RunStore(project_.settings.runs_dir)
     ev = evaluate(claim)
     o, v = ev.outputs, ev.verdict
@@ -289,7 +290,10 @@ def _claim_entry(project_, claim, scrub) -> dict:
     for scale, outputs in latest.items():   # the latest run at each scale, when auto judged another
         if outputs.run_id == o.run_id:
             continue
-        verdict = check(claim, load(claim, outputs), outputs)
+        try:
+            verdict = check(claim, load(claim, outputs), outputs)
+        except ReprobookError:   # its loader read it a moment ago: a file changed since; it weighs nothing
+            continue
         evidence.append(_evidence_entry(claim, outputs, verdict, judged=False, paper_params=paper_params,
                                         scrub=scrub))
     run = store.load(o.run_id) if o.run_id else None
