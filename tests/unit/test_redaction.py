@@ -66,8 +66,12 @@ def test_a_redacted_report_withholds_hosts_named_like_words_and_still_validates(
     from reprobook import report
     from reprobook.core.plan import resolve
     hosts = tmp_path / "hosts.yaml"
+    # and hosts named like the words the schema allows for verdicts, sources, statuses, scales and badges
+    words = ["holds", "fails", "inconclusive", "reference", "live", "succeeded", "paper", "rehearsal", "Functional",
+             "Reproduced", "Available"]
     hosts.write_text(yaml.safe_dump({"hosts": {"run": {"ssh": "Zo@run", "workdir": "/w"},
-                                               "n7": {"ssh": "n7", "workdir": "/w"}}}))
+                                               "n7": {"ssh": "n7", "workdir": "/w"},
+                                               **{w: {"ssh": w, "workdir": "/w"} for w in words}}}))
     monkeypatch.setenv("REPROBOOK_HOSTS", str(hosts))
     monkeypatch.setenv("REPROBOOK_REDACT_HOSTS", "1")
     claim = load_project(root).claim("aardvark/archive-throughput")
