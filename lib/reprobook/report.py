@@ -254,7 +254,8 @@ def claim_badges(paper, claim, evidence: list[dict]) -> dict:
     reproduced = [e for e in evidence if e["counts_toward"] == "Reproduced"]
     at_paper = [e for e in functional if e["scale"] == "paper"]
     if functional:
-        func = {"supported": True, "why": "; ".join(e["why"] for e in functional), "needs": None}
+        ran = "; ".join(f"run {e['run']} at the {e['scale']} scale ({e['wording']})" for e in functional)
+        func = {"supported": True, "why": f"{ran}: the artifact ran end to end", "needs": None}
     else:
         judged = next((e["why"] for e in evidence), "nothing was judged")
         func = {"supported": False, "why": judged,
@@ -287,7 +288,7 @@ def _claim_entry(project_, claim, scrub) -> dict:
     if o.available:
         evidence.append(_evidence_entry(claim, o, v, judged=True, paper_params=paper_params, scrub=scrub))
     latest, _ = sources.latest_by_scale(project_, claim)
-    for scale, outputs in latest.items():   # the latest run at each scale, when auto judged another
+    for outputs in latest.values():   # the latest run at each scale, when auto judged another
         if outputs.run_id == o.run_id:
             continue
         try:
@@ -450,10 +451,11 @@ def report_markdown(data: dict) -> str:
                                                          + (f", {t(r['verdict'])}" if r["verdict"] else "") + ")"
                                                          for r in c["runs"]) + ".", ""]
         if c["host_facts"]:
-            f = {k: t(v) for k, v in c["host_facts"].items()}  # probed on the host: its words, as text
-            lines += [f"**Host:** {t(c['host'])}: {f.get('cpu_model') or 'CPU unknown'}, {f.get('cpus')} CPUs, SMT "
-                      f"{f.get('smt')}, {f.get('numa_nodes')} NUMA node(s), {f.get('mem_gib')} GiB, kernel "
-                      f"{f.get('kernel')}, {f.get('os')}.", ""]
+            f = {k: t(v) for k, v in c["host_facts"].items() if v not in (None, "")}  # probed: its words, as text
+            said = [f.get("cpu_model") or "CPU unknown"] + [
+                words.format(f[k]) for k, words in (("cpus", "{} CPUs"), ("smt", "SMT {}"), ("numa_nodes", "{} NUMA node(s)"),
+                                                    ("mem_gib", "{} GiB"), ("kernel", "kernel {}"), ("os", "{}")) if k in f]
+            lines += [f"**Host:** {t(c['host'])}: {', '.join(said)}.", ""]
         elif c["host"]:
             lines += [f"**Machine (described when imported):** {t(c['host'])}; its facts were not probed.", ""]
         if c["authors_machine"]:

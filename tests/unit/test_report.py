@@ -103,7 +103,8 @@ def test_a_recorded_rehearsal_is_evidence_toward_functional_and_a_paper_run_towa
     section = md.split("## Archive throughput")[1]
     assert (f"- Run `rehearsal-1` at the rehearsal scale: {rehearsal['wording']}. Counts toward Functional: "
             in section), section
-    assert "- Functional: supported: run rehearsal-1 ran the artifact end to end at the rehearsal scale" in section
+    assert (f"- Functional: supported: run rehearsal-1 at the rehearsal scale ({rehearsal['wording']}): the artifact "
+            f"ran end to end.") in section, section
 
     _recorded(mirror, claim, "paper-1", scale="paper", created="2099-01-02T00:00:00+00:00", facts=PAPER_HOST)
     data = report.paper_report("aardvark")

@@ -76,7 +76,8 @@ def text(value: Any) -> Markup:
     return Markup("".join("\\" + ch if ch in _PUNCT else ch for ch in s))
 
 
-_LEADING = re.compile(r"^(?:[#>+=-]|\d+[.)])")   # what would start a heading, quote, list or setext line
+_LEADING = re.compile(r"^(?:>|#{1,6}(?= |$)|[-+*](?= |$)|\d{1,9}[.)](?= |$)|[-=_*]+$)")
+"""What would start a quote, a heading, a list item, or make a thematic break or a setext underline of a line."""
 _ENTITY = re.compile(r"&(?=#?\w+;)")
 _EMAIL_DOMAIN = re.compile(r"[\w-]+\.[\w-]")
 
