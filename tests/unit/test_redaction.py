@@ -114,3 +114,16 @@ def test_a_redacted_page_withholds_the_parameters_that_name_someone(root, mirror
     shown = api.deviations(claim, outputs).data
     assert "alice" not in shown and "secret" not in shown.lower() and "node" not in shown.lower(), shown
     assert "small\\_host=True" in shown and "trials=3" in shown and shown.count("(withheld") == 4, shown
+
+
+def test_the_names_of_a_clusters_members_and_their_facts_are_known(root, tmp_path):
+    from reprobook.core.redaction import known_names
+    project = load_project(root)
+    claim = project.claim("pesto/sample-runs")
+    RunStore(tmp_path / "runs").create(claim, "cluster-run", source="live", host="control", status="succeeded",
+                                       hosts={"client-0-0": {"roles": ["client"], "facts": {
+                                           "hostname": "node3.exp.proj.utah.cloudlab.us", "user": "bob"}}})
+    known = known_names(project, RunStore(tmp_path / "runs"))
+    assert {"control", "client-0-0", "node3.exp.proj.utah.cloudlab.us", "bob"} <= known.names
+    assert known("ssh bob@node3.exp.proj.utah.cloudlab.us from control to CLIENT-0-0") == \
+        "ssh (withheld)@(withheld) from (withheld) to (withheld)"

@@ -1,7 +1,7 @@
 """Redaction (``redact_hosts``, ``REPROBOOK_REDACT_HOSTS``): what a published page or report must not name, by value.
 
 The values are known, not guessed: the hosts and users of the hosts file, the hosts every recorded run was launched
-on and the host names and users its probe found there, the machine descriptions of imported runs, and the local
+on (each member of a cluster too) and the host names and users its probe found there, the machine descriptions of imported runs, and the local
 directories (the project, the run store, the home directory). A field that holds one of them (a run's host, a
 ``hostname`` or ``user`` fact) is withheld as a whole; in free text each is replaced where it stands as a name of its
 own, in any case: ``node7`` and ``NODE7.cluster.example`` are withheld in "ran on NODE7.cluster.example", ``run`` is
@@ -79,7 +79,10 @@ def known_names(project, store) -> Redactor:
     for run in store.runs():
         m = run.manifest
         names |= {str(m.get("host") or ""), str((m.get("imported") or {}).get("machine") or "")}
-        for host, facts in (m.get("host_facts") or {}).items():
+        members = m.get("hosts") if isinstance(m.get("hosts"), dict) else {}   # a cluster's: {host: {facts: ...}}
+        recorded = [(h, f) for h, f in (m.get("host_facts") or {}).items()]
+        recorded += [(h, (v or {}).get("facts") if isinstance(v, dict) else None) for h, v in members.items()]
+        for host, facts in recorded:
             if host != "imported":
                 names.add(str(host))
             if isinstance(facts, dict):
