@@ -121,7 +121,8 @@ def quick_stamp(root: Path, runs_dir: str | Path | None) -> str:
     """
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("REPROBOOK_") and k not in _NOT_INPUTS)
     hosts = os.environ.get("REPROBOOK_HOSTS")   # outside configs/ when given: its content, not only its name
-    parts = [str(root), *env, _library_hash(), _h(_file_bytes(Path(hosts).expanduser() if hosts else None))]
+    hosts_path = (root / Path(hosts).expanduser()) if hosts else None   # relative to the project, as it is loaded
+    parts = [str(root), *env, _library_hash(), _h(_file_bytes(hosts_path))]
     parts += [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in _source_files(root)]
     if runs_dir and Path(runs_dir).is_dir():
         for m in sorted(Path(runs_dir).glob(f"*/*/*/{MANIFEST}")):
