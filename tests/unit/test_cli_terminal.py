@@ -19,6 +19,23 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "reprobook"]
 
 
+@pytest.fixture(scope="module")
+def project():
+    return load_project(ROOT)
+
+
+@pytest.fixture(autouse=True)
+def _loaded_once(project, monkeypatch):
+    """The commands below get the project loaded once for the module (a second of CPU each time otherwise), with
+    this test's own run store, as loading it again in this test's environment would give."""
+    import dataclasses
+    import reprobook.cli
+    here = dataclasses.replace(project, settings=dataclasses.replace(
+        project.settings, runs_dir=Path(os.environ["REPROBOOK_RUNS"])))
+    monkeypatch.setattr(reprobook.cli, "_project", lambda: here)
+    return here
+
+
 def _cli(capsys, *argv) -> tuple[int, str, str]:
     code = main(list(argv))
     out = capsys.readouterr()
@@ -32,17 +49,17 @@ def _one_line(text: str) -> str:
 # ------------------------------------------------------------------ claims
 
 @pytest.mark.parametrize("width", [60, 80, 130])   # each claim on lines of its own; a table of four columns; of five
-def test_claims_fit_the_terminal(width, monkeypatch, capsys):
+def test_claims_fit_the_terminal(width, project, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", str(width))
     code, out, _ = _cli(capsys, "claims")
     lines = out.splitlines()
     assert code == 0 and len(lines) > 20
     assert max(len(line) for line in lines) <= width, [line for line in lines if len(line) > width]
-    for claim in load_project(ROOT).all_claims():   # every claim's key whole, whatever was cut
+    for claim in project.all_claims():   # every claim's key whole, whatever was cut
         assert re.search(rf"^{re.escape(claim.key)}(\s|$)", out, re.M), claim.key
 
 
-def test_claims_cut_at_100_columns_say_so_and_v_shows_every_field_in_full(monkeypatch, capsys):
+def test_claims_cut_at_100_columns_say_so_and_v_shows_every_field_in_full(project, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     _, table, _ = _cli(capsys, "claims")
     header = table.splitlines()[0].split()
@@ -51,7 +68,7 @@ def test_claims_cut_at_100_columns_say_so_and_v_shows_every_field_in_full(monkey
     code, full, _ = _cli(capsys, "claims", "-v")
     assert code == 0 and max(len(line) for line in full.splitlines()) <= 100
     flat = _one_line(full)
-    for c in load_project(ROOT).all_claims():
+    for c in project.all_claims():
         block = flat[flat.index(c.key + " title: "):]
         assert block.startswith(f"{c.key} title: {_one_line(c.title)} paper refs: {_one_line(', '.join(c.refs))} "
                                 f"machine: "), c.key
@@ -60,13 +77,13 @@ def test_claims_cut_at_100_columns_say_so_and_v_shows_every_field_in_full(monkey
         assert f"live run: {c.expected_time or '-'} authors' outputs: {'yes' if c.reference else 'no'}" in block
 
 
-def test_claims_outside_a_terminal_fit_100_columns_or_COLUMNS():
+def test_claims_outside_a_terminal_fit_100_columns_or_COLUMNS(monkeypatch, capsys):
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     out = subprocess.run(CLI + ["claims"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and max(len(line) for line in out.stdout.splitlines()) == 100
-    wide = subprocess.run(CLI + ["claims"], capture_output=True, text=True, env={**env, "COLUMNS": "250"},
-                          timeout=120)
-    assert "paper refs" in wide.stdout.splitlines()[0] and max(len(line) for line in wide.stdout.splitlines()) <= 250
+    monkeypatch.setenv("COLUMNS", "250")
+    _, wide, _ = _cli(capsys, "claims")
+    assert "paper refs" in wide.splitlines()[0] and max(len(line) for line in wide.splitlines()) <= 250
 
 
 def test_a_cell_cannot_move_the_cursor_or_break_the_table():
@@ -84,14 +101,15 @@ def test_a_cell_cannot_move_the_cursor_or_break_the_table():
 
 def test_status_alone_with_no_runs_says_so(capsys):
     code, out, err = _cli(capsys, "status")
-    runs_dir = load_project(ROOT).settings.runs_dir
     assert code == 0 and not err
-    assert _one_line(out).startswith(f"no runs recorded yet in the run store {runs_dir}")
+    assert _one_line(out).startswith(f"no runs recorded yet in the run store {os.environ['REPROBOOK_RUNS']}: "
+                                     f"`reprobook run PAPER/CLAIM` makes one")
 
 
 def _store_with_runs(n: int) -> list[str]:
     """``n`` runs of three claims, one a day, the newest last; every third at rehearsal scale and judged."""
-    project = load_project(ROOT)
+    import reprobook.cli
+    project = reprobook.cli._project()
     store = RunStore(project.settings.runs_dir)
     claims = [project.claim(k) for k in ("aardvark/archive-throughput", "pesto/sample-runs", "verus/ironkv")]
     ids = []
