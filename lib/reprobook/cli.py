@@ -659,8 +659,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
                        "references, machine needs and the expected time of a live run, in a table that fits the "
                        "terminal (100 columns, or $COLUMNS, when the output is not a terminal): long cells are cut "
-                       "and, on a narrow terminal, the references and machine columns left out; -v shows every "
-                       "field of each claim in full.", epilog=CLAIMS_JSON)
+                       "and, the narrower the terminal, the references, machine and authors' outputs columns left "
+                       "out, then each claim on lines of its own; -v shows every field of each claim in full.",
+                       epilog=CLAIMS_JSON)
     s.add_argument("paper", nargs="?", help="only this paper (e.g. aardvark)")
     s.add_argument("-v", "--verbose", action="store_true", help="each claim with every field in full, wrapped to "
                    "the terminal")
