@@ -51,27 +51,109 @@ RUNS_JSON = ("runs --json prints one JSON array, an object per run, newest first
 
 # --------------------------------------------------------------------------- commands
 
+def _width() -> int:
+    """The columns a listing fits in: the terminal's, else $COLUMNS, else 100 (a pipe or a file); at least 40."""
+    import shutil
+    return max(shutil.get_terminal_size((100, 24)).columns, 40)
+
+
+def _cell(value) -> str:
+    """``value`` on one line of a terminal: control characters shown as ``?``, whitespace runs as one space."""
+    from reprobook.remote.jobs import printable
+    return " ".join(printable("" if value is None else str(value)).split())
+
+
+def _trim(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
+def _fit(rows: list[dict], cols: list[str], width: int, *, flexible: dict, drop=()):
+    """The columns of ``cols`` to show in ``width`` and the width of each, or ``None`` when they cannot fit.
+
+    A column keeps its natural width unless it is ``flexible`` (column: (least width, weight)): those are cut to no
+    less than their least width and share what is left in proportion to their weights; when even that is too
+    wide, the columns of ``drop`` go, first one first."""
+    natural = {c: max([len(c)] + [len(r[c]) for r in rows]) for c in cols}
+    shown, drop = list(cols), list(drop)
+
+    def needs(c):
+        return min(natural[c], flexible[c][0]) if c in flexible else natural[c]
+    while sum(needs(c) for c in shown) + 2 * (len(shown) - 1) > width:
+        if not drop:
+            return None
+        shown.remove(drop.pop(0))
+    widths = {c: needs(c) for c in shown}
+    room = width - 2 * (len(shown) - 1) - sum(widths.values())
+    flex = sorted((c for c in shown if c in flexible), key=lambda c: (natural[c] - widths[c]) / flexible[c][1])
+    weight = sum(flexible[c][1] for c in flex)
+    for c in flex:   # those that want less than their share first: what they leave goes to the others
+        more = min(natural[c] - widths[c], room * flexible[c][1] // weight)
+        widths[c] += more
+        room, weight = room - more, weight - flexible[c][1]
+    return shown, widths
+
+
+def _print_fitted(rows: list[dict], cols: list[str], width: int, *, flexible: dict, drop=()) -> bool | None:
+    """``rows`` as a table no wider than ``width``: long cells cut (``…``) and the columns of ``drop`` left out when
+    they do not fit. Returns whether anything was cut, or ``None`` (nothing printed) when even that is too wide."""
+    rows = [{c: _cell(r.get(c, "")) for c in cols} for r in rows]
+    fitted = _fit(rows, cols, width, flexible=flexible, drop=drop)
+    if fitted is None:
+        return None
+    shown, widths = fitted
+    for r in [{c: c for c in cols}] + rows:
+        print("  ".join(_trim(r[c], widths[c]).ljust(widths[c]) for c in shown).rstrip())
+    return shown != cols or any(len(r[c]) > widths[c] for r in rows for c in shown)
+
+
+def _print_records(rows: list[dict], cols: list[str], width: int) -> None:
+    """One record per row: the first column on a line of its own, then each other field wrapped to ``width``."""
+    import textwrap
+    label = max(len(c) for c in cols[1:]) + 4
+    for i, r in enumerate(rows):
+        if i:
+            print()
+        print("\n".join(textwrap.wrap(_cell(r[cols[0]]), width, break_on_hyphens=False)))
+        for c in cols[1:]:
+            print("\n".join(textwrap.wrap(_cell(r[c]) or "-", width, initial_indent=f"  {c}:".ljust(label),
+                                          subsequent_indent=" " * label, break_on_hyphens=False)))
+
+
 def cmd_claims(args) -> int:
     project = _project()
-    rows = []
-    for c in project.all_claims():
-        if args.paper and c.paper != args.paper:
-            continue
-        rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
-                     "machine": ("; ".join(c.requires.describe()) or "any") + (
-                         "; roles: " + ", ".join(f"{r.name} ({r.count_words})" for r in c.roles.values())
-                         if c.roles else ""),
-                     "live run": c.expected_time or "-",
-                     "authors' outputs": "yes" if c.reference else "no"})
+    claims = [c for c in project.all_claims() if not args.paper or c.paper == args.paper]
     if args.json:
-        claims = [c for c in project.all_claims() if not args.paper or c.paper == args.paper]
         _print_json([{"claim": c.key, "paper": c.paper, "id": c.id, "title": c.title, "refs": list(c.refs),
                       "machine": list(c.requires.describe()),
                       "roles": {r.name: r.count_words for r in c.roles.values()},
                       "expected_minutes": c.expected_minutes or None,
                       "authors_outputs": bool(c.reference)} for c in claims])
         return 0
-    _print_table(rows, ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"])
+    rows = [{"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
+             # a cluster's roles first: cut to fit, the cell still says how many hosts the claim takes
+             "machine": "; ".join((["roles: " + ", ".join(f"{r.name} ({r.count_words})" for r in c.roles.values())]
+                                   if c.roles else []) + list(c.requires.describe())) or "any",
+             "live run": c.expected_time or "-",
+             "authors' outputs": "yes" if c.reference else "no"} for c in claims]
+    cols = ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"]
+    width = _width()
+    if not rows:
+        print("(none)")
+        return 0
+    if args.verbose:
+        _print_records(rows, cols, width)
+        return 0
+    # "about 22 minutes" as "~22 minutes" in the table: the column is a third narrower
+    table = [{**r, "live run": "~" + r["live run"][len("about "):] if r["live run"].startswith("about ")
+              else r["live run"]} for r in rows]
+    cut = _print_fitted(table, cols, width, flexible={"title": (30, 3), "paper refs": (20, 1), "machine": (24, 2)},
+                        drop=("paper refs", "machine", "authors' outputs"))
+    if cut is None:   # narrower than a table can be: each claim on lines of its own
+        _print_records(rows, cols, width)
+    elif cut:
+        import textwrap
+        print("\n".join(textwrap.wrap(f"(cut to {width} columns: `reprobook claims -v` shows every field in full)",
+                                      width)))
     return 0
 
 
@@ -318,7 +400,67 @@ def cmd_runs(args) -> int:
     return 0
 
 
+RECENT_RUNS = 10
+"""How many runs `reprobook status` alone lists (-n changes it)."""
+
+
+def _when(created) -> str:
+    """A manifest's ``created`` (ISO 8601) as ``YYYY-MM-DD HH:MM`` in UTC; what it holds as it is when not a time."""
+    try:
+        t = dt.datetime.fromisoformat(str(created))
+    except ValueError:
+        return str(created or "-")
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc)
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _recent_runs(args) -> int:
+    """``status`` alone: the newest runs of the store, one line each, from the local disk (no host is asked)."""
+    import textwrap
+    from reprobook.core.runs import RunStore
+    project = _project()
+    store = RunStore(project.settings.runs_dir)
+    runs = store.runs()[::-1]   # the store's order is oldest first
+    for path in store.unreadable():
+        print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
+              file=sys.stderr)
+    if not runs:
+        print("\n".join(textwrap.wrap(f"no runs recorded yet in the run store {project.settings.runs_dir}: "
+                                      f"`reprobook run PAPER/CLAIM` makes one (`reprobook claims` lists the claims)",
+                                      _width(), break_on_hyphens=False)))
+        return 0
+    shown = runs[:args.n or RECENT_RUNS]
+    rows = [{"run id": r.id, "claim": f"{r.manifest.get('paper')}/{r.manifest.get('claim')}",
+             "scale": r.manifest.get("scale") or (r.manifest.get("parameters") or {}).get("scale") or "-",
+             "state": r.status + (" (stale)" if r.stale else ""), "when (UTC)": _when(r.manifest.get("created")),
+             "verdict": r.manifest.get("verdict") or "-"} for r in shown]
+    cols = ["run id", "claim", "scale", "state", "when (UTC)", "verdict"]
+    width = _width()
+    if _print_fitted(rows, cols, width, flexible={"claim": (12, 1)}, drop=("claim",)) is None:
+        for r in rows:   # the run ids are too long for a table: each run on two lines, its id whole (to copy)
+            print(_cell(r["run id"]))
+            print("\n".join(textwrap.wrap(", ".join(
+                [_cell(r["claim"]) + ("" if r["scale"] == "-" else f" at {_cell(r['scale'])} scale"), _cell(r["state"])]
+                + ([] if r["verdict"] == "-" else [_cell(r["verdict"])]) + [f"made {_cell(r['when (UTC)'])} UTC"]),
+                width, initial_indent="  ", subsequent_indent="    ")))
+    notes = []
+    if len(runs) > len(shown):
+        notes.append(f"(the newest {len(shown)} of {len(runs)} runs: -n {len(runs)} lists them all)")
+    if any(r.stale for r in shown):
+        notes.append("(stale: recorded as in progress, but the process working on it is gone; "
+                     "`reprobook status RUN_ID` asks the host and repairs it)")
+    for note in notes:
+        print("\n".join(textwrap.wrap(note, width)))
+    return 0
+
+
 def cmd_status(args) -> int:
+    if args.run_id is None:
+        return _recent_runs(args)
+    if args.n is not None:
+        raise ReprobookError(f"-n {args.n} counts the runs `reprobook status` lists without a run id; with one "
+                             f"({args.run_id}) it shows that run alone")
     from reprobook.remote.live import repair, status
     from reprobook.core.runs import RunStore
     project = _project()
@@ -493,6 +635,17 @@ def cmd_book(args) -> int:
 
 # --------------------------------------------------------------------------- parser
 
+def _positive(text: str) -> int:
+    """An argument that counts something: a whole number, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give a whole number, 1 or more")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reprobook",
@@ -504,8 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
-                       "references, machine needs and the expected time of a live run.", epilog=CLAIMS_JSON)
+                       "references, machine needs and the expected time of a live run, in a table that fits the "
+                       "terminal (100 columns, or $COLUMNS, when the output is not a terminal): long cells are cut "
+                       "and, the narrower the terminal, the references, machine and authors' outputs columns left "
+                       "out, then each claim on lines of its own; -v shows every field of each claim in full.",
+                       epilog=CLAIMS_JSON)
     s.add_argument("paper", nargs="?", help="only this paper (e.g. aardvark)")
+    s.add_argument("-v", "--verbose", action="store_true", help="each claim with every field in full, wrapped to "
+                   "the terminal")
     s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_claims)
 
@@ -585,9 +744,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_runs)
 
-    s = sub.add_parser("status", help="show a run's state", description="Show a run's recorded state and, for a "
-                       "live run still going, its state on the host, current step and last log lines.")
-    s.add_argument("run_id")
+    s = sub.add_parser("status", help="list the recent runs, or show one run's state",
+                       description="Without a run id: the newest runs of the run store (ten, or -n), newest first, "
+                                   "each with its claim, scale, recorded state, when it was made (UTC) and its "
+                                   "verdict once it has one, from the local disk alone. With a run id: that run's "
+                                   "recorded state and, for a live run still going, its state on the host, current "
+                                   "step and last log lines.")
+    s.add_argument("run_id", nargs="?", help="the run to show (`reprobook runs` or `reprobook status` lists them)")
+    s.add_argument("-n", type=_positive, metavar="N", help=f"without a run id: list the newest N runs "
+                   f"(default: {RECENT_RUNS})")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("attach", help="wait for a live run, fetch it and print its verdict",
