@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from reprobook.errors import ReprobookError
+from reprobook.formats.terminal import printable  # every line that carries run or host data goes through it
 
 EXIT_FAILS, EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_NOT_RUN = 1, 2, 3, 4
 _EXIT = {"holds": 0, "fails": EXIT_FAILS, "inconclusive": EXIT_INCONCLUSIVE, "not run": EXIT_NOT_RUN}
@@ -27,6 +28,7 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
     if not rows:
         print("(none)")
         return
+    rows = [{c: printable(r.get(c, "")) for c in cols} for r in rows]
     width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
     print("  ".join(c.ljust(width[c]) for c in cols))
     for r in rows:
@@ -234,10 +236,10 @@ def _settle(run, *, error: str) -> None:
 
 def _report(verdict: dict, run) -> int:
     margin = "n/a" if verdict["margin"] is None else f"{verdict['margin'] * 100:+.1f}%"
-    print(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})")
-    print(f"  why:    {verdict['reason']}")
-    print(f"  source: {verdict['source']}")
-    print(f"  run:    {run.id}  ({run.path})")
+    print(printable(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})", lines=True))
+    print(f"  why:    {printable(verdict['reason'])}")
+    print(f"  source: {printable(verdict['source'])}")
+    print(f"  run:    {printable(run.id)}  ({printable(run.path)})")
     return _EXIT[verdict["verdict"]]
 
 
@@ -285,7 +287,7 @@ def cmd_plan(args) -> int:
     if args.json:
         print(json.dumps(plan.as_dict(), indent=2))
     else:
-        print(plan.describe())
+        print(printable(plan.describe(), lines=True))
     return 0
 
 
@@ -299,7 +301,7 @@ def cmd_run(args) -> int:
     params = _parse_params(args.param)
     plan = _plan(project, claim, args, params)
     if args.dry_run:
-        print(plan.describe())
+        print(printable(plan.describe(), lines=True))
         print("(a dry run: nothing was started)")
         return 0
     store = RunStore(project.settings.runs_dir)
@@ -340,9 +342,9 @@ def _run_all(args) -> int:
     project = _project()
 
     def show(plan) -> None:
-        print(f"{args.claim} on {', '.join(plan.hosts)}:")
+        print(printable(f"{args.claim} on {', '.join(plan.hosts)}:"))
         for line in plan.lines():
-            print(f"  {line}")
+            print(f"  {printable(line)}")
         sys.stdout.flush()
     result = run_all(args.claim, args.hosts, project=project, params=_parse_params(args.param), new=args.new,
                      progress=not args.quiet, on_plan=show)
@@ -353,7 +355,7 @@ def _run_all(args) -> int:
           f"(the longest claim: {longest:.1f} s)")
     for r in result.runs:
         if r.status != "succeeded" and r.detail:
-            print(f"  {r.claim}: {r.detail}")
+            print(f"  {r.claim}: {printable(r.detail)}")
     codes = [EXIT_ERROR if r.status == "failed" else _EXIT.get(r.verdict, 0) if r.status == "succeeded"
              else EXIT_NOT_RUN for r in result.runs]
     for worst in (EXIT_ERROR, EXIT_FAILS, EXIT_INCONCLUSIVE, EXIT_NOT_RUN):
@@ -393,7 +395,7 @@ def cmd_runs(args) -> int:
     else:
         _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
     for note in notes:
-        print(f"reprobook: {note}", file=sys.stderr)
+        print(f"reprobook: {printable(note)}", file=sys.stderr)
     for path in RunStore(project.settings.runs_dir).unreadable(claim):
         print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
               file=sys.stderr)
@@ -466,17 +468,18 @@ def cmd_status(args) -> int:
     project = _project()
     run = RunStore(project.settings.runs_dir).load(args.run_id)
     for line in repair(project, run):  # a process killed half-way left it: what the disk and the host say
-        print(f"repaired: {line}")
-    print(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source {run.manifest.get('source')}, "
-          f"recorded status {run.status}")
+        print(f"repaired: {printable(line)}")
+    print(printable(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source "
+                    f"{run.manifest.get('source')}, recorded status {run.status}"))
     if run.manifest.get("source") == "live" and run.status not in ("succeeded",):
         _, st = status(project, args.run_id)
-        print(f"on host {run.manifest['host']}: {st.state}, {st.elapsed_s:.0f} s elapsed"
-              + (f", exit code {st.exit_code}" if st.exit_code is not None else ""))
+        print(printable(f"on host {run.manifest['host']}: {st.state}, {st.elapsed_s:.0f} s elapsed"
+                        + (f", exit code {st.exit_code}" if st.exit_code is not None else "")))
         if st.step:
-            print(f"current step: {st.step}")
-        if st.log_tail:
-            print("last lines of the log:\n" + "\n".join("  " + l for l in st.log_tail.rstrip().splitlines()))
+            print(f"current step: {printable(st.step)}")
+        if st.log_tail:  # the host's log, line by line as text (a carriage return or an escape shown, not obeyed)
+            print("last lines of the log:\n" + "\n".join("  " + printable(l.rstrip("\r"))
+                                                          for l in st.log_tail.rstrip().split("\n")))
     return 0
 
 
@@ -492,15 +495,15 @@ def cmd_attach(args) -> int:
 
 def _waiting_for(run):
     def tell(holder) -> None:
-        print(f"reprobook: run {run.id} is being worked on by {holder or 'another process'}; waiting for it to "
-              f"finish", file=sys.stderr, flush=True)
+        print(printable(f"reprobook: run {run.id} is being worked on by {holder or 'another process'}; waiting "
+                        f"for it to finish"), file=sys.stderr, flush=True)
     return tell
 
 
 def cmd_cancel(args) -> int:
     from reprobook.remote.live import cancel
     st = cancel(_project(), args.run_id)
-    print(f"run {args.run_id}: {st.state}")
+    print(printable(f"run {args.run_id}: {st.state}"))
     return 0
 
 
@@ -515,15 +518,17 @@ def cmd_check_host(args) -> int:
     t0 = time.monotonic()
     with open_host(spec, project.settings) as host:
         facts = host.facts([c.requires for c in claims])  # one round trip for every claim's commands
-    print(f"host {args.host}: reachable ({time.monotonic() - t0:.2f} s)")
-    for k, v in facts.as_dict().items():
-        print(f"  {k}: {v}")
+    print(f"host {printable(args.host)}: reachable ({time.monotonic() - t0:.2f} s)")
+    for k, v in facts.as_dict().items():  # what the host said about itself: text, whatever it holds
+        print(f"  {printable(k)}: {printable(v)}")
     if facts.smt == "unknown":
-        print(f"  (SMT state unknown: {facts.smt_detail}; a claim that asks for SMT on or off falls short here)")
+        print(f"  (SMT state unknown: {printable(facts.smt_detail)}; a claim that asks for SMT on or off falls short "
+              f"here)")
     worst = 0
     for c in claims:
         short = shortfalls(facts, c.requires)  # this claim's requirements only, its own commands included
-        print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+        print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: "
+                              + printable("; ".join(short))))
         worst = max(worst, 1 if short else 0)
     return worst
 
@@ -542,7 +547,8 @@ def _placed(project, claim, target: str):
             first = first or exc
             continue
         if scale not in (None, "paper"):
-            print(f"{target}: judged by the roles of {claim.key} at its {scale} scale (the paper's take more hosts)")
+            print(printable(f"{target}: judged by the roles of {claim.key} at its {scale} scale (the paper's take "
+                            f"more hosts)"))
         return at, placement
     raise first
 
@@ -559,15 +565,16 @@ def _check_cluster(project, args) -> int:
     try:
         sv = survey(project, claim, placement, allow_insufficient=True)
     except PlacementRefused as exc:
-        print(exc.message)
+        print(printable(exc.message, lines=True))
         return 1
     with sv:
-        print(f"cluster {args.host}: {len(placement.hosts)} hosts reachable ({time.monotonic() - t0:.2f} s, in parallel)")
+        print(printable(f"cluster {args.host}: {len(placement.hosts)} hosts reachable "
+                        f"({time.monotonic() - t0:.2f} s, in parallel)"))
         for name in placement.hosts:
             short = sv.shortfalls.get(name)
             f = sv.facts[name]
-            print(f"  {name} ({', '.join(placement.roles_of(name))}): {f.get('cpus')} CPUs, "
-                  + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+            print(printable(f"  {name} ({', '.join(placement.roles_of(name))}): {f.get('cpus')} CPUs, "
+                            + ("meets the requirements" if not short else "falls short: " + "; ".join(short))))
     print(f"{claim.key}: " + ("every host meets its role's requirements" if not sv.shortfalls else
                               f"{len(sv.shortfalls)} host(s) fall short"))
     return 1 if sv.shortfalls else 0
@@ -596,8 +603,8 @@ def cmd_import(args) -> int:
     run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
                        params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
-    print(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
-          f"(source auto), or name it: --source {run.id}")
+    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
+                    f"(source auto), or name it: --source {run.id}"))
     if not facts:
         print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
               "will be inconclusive")
@@ -932,7 +939,7 @@ def _main(argv=None) -> int:
     try:
         return args.func(args)
     except ReprobookError as exc:
-        print(f"reprobook: error: {exc}", file=sys.stderr)
+        print(f"reprobook: error: {printable(exc, lines=True)}", file=sys.stderr)  # errors quote run data too
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("\nreprobook: interrupted. A live run goes on on its host; `reprobook attach RUN_ID` resumes.",

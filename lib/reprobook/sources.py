@@ -417,7 +417,8 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
                     outputs = replace(outputs, detail="; ".join(filter(None, [outputs.detail, *skipped])))
                 return outputs
             skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
-            print(f"reprobook: {skipped[-1]}", file=sys.stderr)
+            from reprobook.formats.terminal import printable
+            print(f"reprobook: {printable(skipped[-1])}", file=sys.stderr)
         if not claim.reference:
             return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params, skipped))
         try:

@@ -27,6 +27,7 @@ from typing import Callable
 from dataclasses import dataclass
 
 from reprobook.errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
+from reprobook.formats.terminal import printable
 from reprobook.remote.hosts import Host
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -288,7 +289,8 @@ class Job:
                     if left is not None:
                         bar.total = max(int(st.elapsed_s + left), 1)
                     bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
-                    bar.set_postfix_str(progress_words(st) + st.last_line[-80:], refresh=True)
+                    # the host's last log line, as text: an escape sequence in it is shown, never obeyed
+                    bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
                 if st.done:
                     return st
                 time.sleep(delay)
