@@ -114,3 +114,128 @@ def test_check_host_prints_the_hosts_facts_as_text(capsys, monkeypatch):
 def test_an_error_quoting_run_data_is_text(capsys):
     assert cli.main(["status", "no-such-run" + ESCAPES]) == 2
     assert_inert(capsys.readouterr().err)
+
+
+# --------------------------------------------------------------------------- 6. values that reach a shell
+
+SHELL_VALUES = ["x;id>/tmp/p;#", " -oProxyCommand=x", "-oProxyCommand=x", "$(id)", "a b", "pequin\n", "x`id`"]
+
+
+@pytest.mark.parametrize("name", ["cloudlab_user", "cloudlab_experiment", "cloudlab_project"])
+def test_every_pesto_claim_declares_the_cloudlab_patterns(name):
+    claims = [c for c in load_project().paper("pesto").claims.values() if name in c.parameters]
+    assert len(claims) >= 8
+    for c in claims:
+        p = c.parameters[name].pattern
+        assert p is not None and p.spec == ("user" if name == "cloudlab_user" else "name"), c.key
+        assert p.allows({"cloudlab_user": "fs435", "cloudlab_experiment": "pequin",
+                         "cloudlab_project": "pequin-pg0"}[name])
+        assert not any(p.allows(v) for v in SHELL_VALUES)
+
+
+@pytest.mark.parametrize("value", ["x;id>/tmp/p;#", " -oProxyCommand=x", '"pequin\\n"'])
+@pytest.mark.parametrize("name", ["cloudlab_user", "cloudlab_experiment"])
+def test_a_cloudlab_value_for_a_shell_is_refused_before_anything_runs(tmp_path, name, value):
+    """The issue's proof: the value would reach upload_data_remote.sh unquoted; it is refused with exit 2, naming
+    the parameter, the value and what is allowed, and nothing is launched or written."""
+    hosts = tmp_path / "hosts.yaml"   # a cluster the claim's roles fit: without the pattern, the run would go on
+    names = {"control": ["control"], "server": [f"us-east-1-{i}" for i in range(3)] + [f"eu-west-1-{i}" for i in range(3)],
+             "client": [f"client-{i}-0" for i in range(6)]}
+    import yaml
+    hosts.write_text(yaml.safe_dump({
+        "hosts": {h: {"ssh": f"{h}.invalid", "workdir": "/w"} for hs in names.values() for h in hs},
+        "clusters": {"pesto": {"roles": names}}}))
+    env = {**os.environ, "REPROBOOK_HOSTS": str(hosts), "REPROBOOK_SSH_CONFIG": str(tmp_path / "ssh_config")}
+    out = subprocess.run(CLI + ["run", "pesto/sample-runs", "--source", "live", "--host", "pesto", "-q",
+                                "-p", name, value], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert f"parameter {name} of pesto/sample-runs must be a " in out.stderr and "Traceback" not in out.stderr
+    assert ("user name" if name == "cloudlab_user" else "a name (letters") in out.stderr
+    assert repr(yaml.safe_load(value)) in out.stderr
+    assert not (tmp_path / "runs").exists() and not Path("/tmp/p").exists()
+    assert_inert(out.stderr)
+
+
+def test_a_pattern_is_checked_when_the_paper_loads(tmp_path):
+    import yaml
+    from reprobook.core.config import load_paper
+    from reprobook.core.plan import make_plan
+    from reprobook.errors import ConfigError
+
+    def paper(params):
+        claim = {"id": "c", "title": "t", "statement": "s", "refs": ["r"], "loader": "ozz.lmbench",
+                 "checks": [{"kind": "at_least", "what": "w", "value": "value", "min": 0}], "parameters": params,
+                 "outputs": {"out": {"path": "o", "glob": "*"}}}
+        path = tmp_path / "patternfx.yaml"
+        path.write_text(yaml.safe_dump({"paper": {"id": "patternfx", "title": "P", "venue": "tests"},
+                                        "repositories": {}, "claims": [claim]}))
+        return load_paper(path)
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.parameters\.who\.pattern") as info:
+        paper({"who": {"default": "x", "help": "h", "pattern": "[a-"}})
+    assert "not a regular expression" in str(info.value)
+    with pytest.raises(ConfigError, match="the default 'Bad Name' is not a user name"):
+        paper({"who": {"default": "Bad Name", "help": "h", "pattern": "user"}})
+    with pytest.raises(ConfigError, match="the default 'c' is not a value matching"):
+        paper({"axis": {"default": ["a", "b", "c"], "help": "h", "pattern": "[ab]"}})
+    p = paper({"axis": {"default": ["a", "b"], "help": "the axis", "pattern": "[ab]"},
+               "who": {"default": "", "help": "h", "pattern": "user"}})
+    claim = p.claim("c")
+    assert make_plan(claim, {"axis": ["b", "a"], "who": "fs435"}).params["axis"] == ("b", "a")
+    with pytest.raises(ConfigError, match=r"parameter axis of patternfx/c must be a value matching the pattern "
+                                          r"'\[ab\]', not 'ab': the axis"):
+        make_plan(claim, {"axis": ["a", "ab"]})
+    with pytest.raises(ConfigError, match=r"not 'fs435\\n'"):
+        make_plan(claim, {"who": "fs435\n"})
+
+
+def _stub(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/bash\n" + 'printf "%s\\x1f" "$(basename "$0")" "$@" >> "$RB_ARGV_LOG"; echo >> "$RB_ARGV_LOG"\n'
+                    + body)
+    path.chmod(0o755)
+
+
+def test_the_preparations_ssh_and_rsync_put_every_host_after_double_dash(tmp_path):
+    """The built command lines, recorded by an ssh and an rsync standing in for the real ones: the generated script
+    of Postgres-PB (every kind of call: address lookup, a command on a host, a copy, a pipe between hosts)."""
+    from reprobook.papers.pesto.systems import SYSTEMS, PostgresPlacement, placeholder, postgres_files, prepare_script
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "ssh", 'if [ "$1" = -G ] || [ "$2" = -G ]; then echo "hostname 127.0.0.1"; fi\n'
+                          'case "$*" in *"cat "*password*) echo secret ;; esac\nexit 0\n')
+    _stub(bin_dir, "rsync", "exit 0\n")
+    servers, clients = ["us-east-1-0", "us-east-1-1"], ["client-0-0"]
+    placement = PostgresPlacement(primary=servers[0], backup=servers[1], clients=clients, root=str(tmp_path / "r"),
+                                  addresses={h: placeholder(h) for h in servers + clients})
+    script = prepare_script(SYSTEMS["Postgres-PB"], servers=servers, clients=clients, root=str(tmp_path / "r"),
+                            src_dir="/nowhere", files=postgres_files(placement))
+    log = tmp_path / "argv.log"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RB_RUN_DIR": str(tmp_path / "run"),
+           "RB_ARGV_LOG": str(log)}
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "prepared for this placement" in done.stdout, done.stderr
+    calls = [line.split("\x1f")[:-1] for line in log.read_text().splitlines()]
+    hosts = set(servers + clients)
+    seen = set()
+    for argv in calls:
+        assert "--" in argv, argv
+        after = argv[argv.index("--") + 1:]
+        before = argv[:argv.index("--")]
+        assert not any(a.split(":")[0] in hosts for a in before), argv   # no host among the options
+        if argv[0] == "ssh":
+            assert after[0] in hosts, argv
+            seen.add(("ssh", after[0]))
+        else:
+            assert argv[0] == "rsync" and after[1].split(":")[0] in hosts, argv
+            seen.add(("rsync", after[1].split(":")[0]))
+    assert seen == {(tool, h) for tool in ("ssh", "rsync") for h in hosts}
+
+
+@pytest.mark.parametrize("host", ["-oProxyCommand=touch /tmp/x", "a b", "h;id", "h\n", ""])
+def test_a_placement_host_that_could_read_as_an_option_is_refused(host):
+    from reprobook.errors import ConfigError
+    from reprobook.papers.pesto.systems import SYSTEMS, prepare_script
+    with pytest.raises(ConfigError, match="the placement's host") as info:
+        prepare_script(SYSTEMS["Postgres-PB"], servers=[host, "b"], clients=["c"], root="/r", src_dir="/s",
+                       files={"pg-primary.sh": ""})
+    assert repr(host) in str(info.value)

@@ -282,6 +282,24 @@ def duration_words(minutes: float) -> str:
     return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
 
 
+def _pattern(decl: Mapping, name: str, default, *, file, where: str):
+    """A parameter's `Pattern` (declared, else the one the engine implies for its name, else None); its regular
+    expression compiles and its default matches it, or `ConfigError` names the key."""
+    from reprobook.core.patterns import IMPLIED, Pattern
+    spec = decl.get("pattern") or IMPLIED.get(name)
+    if not spec:
+        return None
+    key = f"{where}.parameters.{name}.pattern"
+    try:
+        pattern = Pattern.parse(spec)
+    except re.error as exc:
+        raise ConfigError(f"not a regular expression: {spec!r} ({exc})", file=file, key=key) from None
+    for value in (default if isinstance(default, (list, tuple)) else [default]):
+        if not pattern.allows(value):
+            raise ConfigError(f"the default {value!r} is not {pattern.what}", file=file, key=key)
+    return pattern
+
+
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
@@ -479,7 +497,7 @@ def load_paper(path: Path) -> Paper:
                     raise ConfigError("the values of a sweep axis must be of one type", file=path,
                                       key=f"{where}.parameters.{k}.default")
                 default = tuple(default)
-            params[k] = Parameter(k, default, v["help"])
+            params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where))
         scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:
