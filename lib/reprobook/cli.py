@@ -267,8 +267,9 @@ def cmd_new(args) -> int:
     from reprobook.core.config import find_root, load_paper
     from reprobook.scaffold import new_paper
     root = find_root()
-    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "")
-    load_paper(root / "configs" / "papers" / f"{args.paper}.yaml")  # what was written loads: else a bug to report
+    # what was written loads (else a bug to report, and what was written is removed again)
+    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "",
+                        check=load_paper)
     for path in written:
         print(f"wrote {path.relative_to(root)}")
     print(f"Next: edit configs/papers/{args.paper}.yaml (the claim, its numbers, its check), "
@@ -707,11 +708,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "check and a plot, valid from the start), lib/reprobook/papers/PAPER/ (a loader of "
                                    "benchmark,value CSVs that declares its columns), notebooks/PAPER/CLAIM.ipynb (the "
                                    "claim's page) and book/PAPER/index.ipynb with its entry in _toc.yml. Nothing is "
-                                   "overwritten. The book's page \"Adding a paper\" says what to edit next.")
-    s.add_argument("paper", help="the paper's id: lower-case letters, digits and dashes (e.g. mypaper)")
+                                   "overwritten, and the input is checked before anything is written: a refusal "
+                                   "(exit 2) leaves the project as it was. The book's page \"Adding a paper\" says "
+                                   "what to edit next.")
+    s.add_argument("paper", help="the paper's id: lower-case letters, digits and dashes, starting with a letter "
+                                 "(e.g. mypaper); not a Python keyword (import, class), not a word YAML reads as a "
+                                 "boolean or null (yes, no, on, off, true, null), not a paper the project has")
     s.add_argument("--claim", default="first-claim", help="the first claim's id (default: first-claim)")
-    s.add_argument("--title", help="the paper's title")
-    s.add_argument("--venue", help="where and when it appeared, e.g. 'SOSP 2025'")
+    s.add_argument("--title", help="the paper's title (one line)")
+    s.add_argument("--venue", help="where and when it appeared, one line, e.g. 'SOSP 2025'")
     s.set_defaults(func=cmd_new)
 
     s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",

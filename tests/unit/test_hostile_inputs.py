@@ -239,3 +239,95 @@ def test_a_placement_host_that_could_read_as_an_option_is_refused(host):
         prepare_script(SYSTEMS["Postgres-PB"], servers=[host, "b"], clients=["c"], root="/r", src_dir="/s",
                        files={"pg-primary.sh": ""})
     assert repr(host) in str(info.value)
+
+
+# --------------------------------------------------------------------------- 7. reprobook new
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.org", "-c", "user.name=t", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture()
+def project(tmp_path):
+    """A copy of the project (its library too, so a new paper's package is imported from the copy), under git."""
+    dest = tmp_path / "project"
+    for name in ("configs", "book", "notebooks", "lib"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("_config.yml", "_toc.yml", "pyproject.toml"):
+        shutil.copy(ROOT / name, dest / name)
+    (dest / ".gitignore").write_text("__pycache__/\nruns/\n")
+    _git(dest, "init", "-q")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "the project")
+    return dest
+
+
+def _new(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(project / "lib"), "REPROBOOK_ROOT": str(project),
+           "REPROBOOK_RUNS": str(project / "runs")}
+    return subprocess.run(CLI + ["new", *args], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+
+
+HOSTILE_IDS = ["import", "class", "async", "no", "yes", "on", "off", "true", "null", "nl\n", "pesto", "aardvark"]
+
+
+def test_reprobook_new_refuses_hostile_input_and_writes_nothing(project, monkeypatch, capsys):
+    """The issue's proof: each hostile name, and a title or venue that would break the YAML, is refused with exit 2
+    and leaves ``git status`` clean; the project's commands still work after."""
+    cases = [[name] for name in HOSTILE_IDS]
+    cases += [["toy", "--claim", claim] for claim in ("no", "null", "x\n")]
+    cases += [["toy", "--title", "T\nextra: injected"], ["toy", "--venue", "SOSP\\\n  id: evil"],
+              ["toy", "--title", "T\x1b[2J"], ["toy", "--venue", "V\r"]]
+    monkeypatch.setenv("REPROBOOK_ROOT", str(project))
+    for args in cases:   # in this process: the refusals come before anything is imported from the project
+        code = cli.main(["new", *args])
+        err = capsys.readouterr().err
+        assert code == 2, (args, err)
+        assert "Traceback" not in err and "nothing was written" in err, (args, err)
+        assert _git(project, "status", "--porcelain", "--untracked-files=all") == "", args
+    for args in (["import"], ["no"], ["nl\n"]):   # and through the command itself
+        out = _new(project, *args)
+        assert out.returncode == 2 and "nothing was written" in out.stderr, (args, out.stderr)
+        assert _git(project, "status", "--porcelain", "--untracked-files=all") == "", args
+    assert "first-claim" not in (project / "_toc.yml").read_text()
+    claims = subprocess.run(CLI + ["claims"], env={**os.environ, "PYTHONPATH": str(project / "lib"),
+                                                     "REPROBOOK_ROOT": str(project)},
+                            capture_output=True, text=True, timeout=120)
+    assert claims.returncode == 0 and "pesto/sample-runs" in claims.stdout, claims.stderr
+
+
+def test_reprobook_new_writes_titles_through_yaml(project):
+    """A title and a venue with YAML's and Python's special characters are written as themselves: the paper file
+    loads with exactly them, no key is added, and the package imports."""
+    title = 'A\\B: "quoted" #not-a-comment {x} """ \'s'
+    venue = "SOSP '25: id: evil \\"
+    out = _new(project, "toy", "--title", title, "--venue", venue)
+    assert out.returncode == 0, out.stderr
+    import yaml
+    doc = yaml.safe_load((project / "configs/papers/toy.yaml").read_text())
+    assert doc["paper"] == {"id": "toy", "title": title, "short": "toy", "venue": venue}
+    toc = yaml.safe_load((project / "_toc.yml").read_text())
+    assert toc["parts"][-1]["caption"] == f"toy ({venue})"
+    env = {**os.environ, "PYTHONPATH": str(project / "lib"), "REPROBOOK_ROOT": str(project)}
+    claims = subprocess.run(CLI + ["claims", "toy"], env=env, capture_output=True, text=True, timeout=120)
+    assert claims.returncode == 0 and "toy/first-claim" in claims.stdout, claims.stderr
+
+
+def test_a_failure_after_writing_began_removes_what_was_written(tmp_path):
+    from reprobook.errors import ConfigError
+    from reprobook.scaffold import new_paper
+    root = tmp_path / "p"
+    (root / "configs" / "papers").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\n# the user's comment\nparts: []\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "x")
+
+    def broken(path):
+        assert path.is_file()
+        raise ConfigError("the written paper does not load")
+    with pytest.raises(ConfigError, match="does not load"):
+        new_paper(root, "toy", check=broken)
+    assert _git(root, "status", "--porcelain", "--untracked-files=all", "--ignored") == ""
+    assert (root / "_toc.yml").read_text() == "format: jb-book\n# the user's comment\nparts: []\n"
