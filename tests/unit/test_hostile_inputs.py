@@ -331,3 +331,65 @@ def test_a_failure_after_writing_began_removes_what_was_written(tmp_path):
         new_paper(root, "toy", check=broken)
     assert _git(root, "status", "--porcelain", "--untracked-files=all", "--ignored") == ""
     assert (root / "_toc.yml").read_text() == "format: jb-book\n# the user's comment\nparts: []\n"
+
+
+# --------------------------------------------------------------------------- 8. whole-value validators
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_validators_refuse_a_trailing_newline(tmp_path):
+    from reprobook.core.artifacts import parse_ref
+    from reprobook.core.config import HostSpec
+    from reprobook.errors import ConfigError
+    from reprobook.papers.pesto.systems import PostgresPlacement, postgres_files
+    from reprobook.remote.jobs import Job
+    from reprobook.scaffold import check_id
+
+    Job(None, "run-1")
+    with pytest.raises(ValueError, match="not a valid run id"):
+        Job(None, "run-1\n")
+    assert HostSpec("h", "u@host:22", "/w").target() == ("u", "host", 22)
+    with pytest.raises(ConfigError, match="cannot read SSH target"):
+        HostSpec("h", "host\n", "/w").target()
+    assert parse_ref(f"o/r@{COMMIT}:p").path == "p"
+    with pytest.raises(ConfigError, match="not an artifact reference"):
+        parse_ref(f"o/r@{COMMIT}:p\n")
+    check_id("paper", "toy")
+    for bad in ("toy\n", "nl\n"):
+        with pytest.raises(ConfigError, match="lower-case"):
+            check_id("paper", bad)
+    good = PostgresPlacement(primary="a", clients=[], addresses={"a": "10.0.0.1"}, root="/r")
+    assert "10.0.0.1" in postgres_files(good)["pg-primary.sh"]
+    with pytest.raises(ConfigError, match="is not an IP address"):
+        postgres_files(PostgresPlacement(primary="a", clients=[], addresses={"a": "10.0.0.1\n"}, root="/r"))
+    with pytest.raises(ConfigError, match="not a plain name and value"):
+        postgres_files(PostgresPlacement(primary="a", clients=[], addresses={"a": "10.0.0.1"}, root="/r",
+                                         settings={"work_mem\n": "'4MB'"}))
+    with pytest.raises(ConfigError, match="not a plain name and value"):
+        postgres_files(PostgresPlacement(primary="a", clients=[], addresses={"a": "10.0.0.1"}, root="/r",
+                                         settings={"work_mem": "4MB\n"}))
+
+
+@pytest.mark.parametrize("where, bad", [("paper.id", "toy\n"), ("claims[0].id", "c\n"),
+                                        ("repositories.art.commit", COMMIT + "\n")])
+def test_the_paper_schema_matches_ids_and_commits_in_full(tmp_path, where, bad):
+    import yaml
+    from reprobook.core.config import load_paper
+    from reprobook.errors import ConfigError
+    doc = {"paper": {"id": "toy", "title": "T", "venue": "V"},
+           "repositories": {"art": {"url": "https://example.org/a", "commit": COMMIT}},
+           "claims": [{"id": "c", "title": "t", "statement": "s", "refs": ["r"], "loader": "ozz.lmbench",
+                       "checks": [{"kind": "at_least", "what": "w", "value": "value", "min": 0}],
+                       "outputs": {"out": {"path": "o", "glob": "*"}}}]}
+    path = tmp_path / "toy.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_paper(path).id == "toy"
+    node, *keys = where.replace("[0]", ".0").split(".")
+    target = doc[node]
+    for k in keys[:-1]:
+        target = target[int(k)] if k.isdigit() else target[k]
+    target[keys[-1]] = bad
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="toy.yaml"):
+        load_paper(path)

@@ -42,8 +42,8 @@ LOCAL = "local"
 # --------------------------------------------------------------------------- hosts
 
 # strict: a user or host that ssh, scp or rsync could read as an option (``-oProxyCommand=…``) never matches
-_USER_HOST_PORT = re.compile(r"^(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9_.-]*)@)?"
-                             r"(?P<host>\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<port>\d+))?$")
+_USER_HOST_PORT = re.compile(r"(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9_.-]*)@)?"   # matched in full: "h\n" is none
+                             r"(?P<host>\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<port>\d+))?")
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class HostSpec:
 
     def target(self) -> tuple[str | None, str, int | None]:
         """Split ``ssh`` into (user, host or alias, port)."""
-        m = _USER_HOST_PORT.match(self.ssh)
+        m = _USER_HOST_PORT.fullmatch(self.ssh)
         if not m:
             raise ConfigError(f"cannot read SSH target {self.ssh!r}; use an alias or user@host:port (letters, digits, "
                               f"'.', '_' and '-', not first)", key=f"hosts.{self.name}.ssh")

@@ -30,7 +30,7 @@ from reprobook.errors import ExperimentError, HostBusy, HostUnreachable, RunLost
 from reprobook.formats.terminal import printable
 from reprobook.remote.hosts import Host
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # the whole id (fullmatch): "x\n" is none
 
 _WRAPPER = """#!/bin/bash
 # reprobook job wrapper: run cmd.sh detached, then record how it ended.
@@ -221,7 +221,7 @@ class Job:
     """
 
     def __init__(self, host: Host, run_id: str):
-        if not RUN_ID.match(run_id):
+        if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
             raise ValueError(f"not a valid run id: {run_id!r}")
         self.host = host
         self.run_id = run_id

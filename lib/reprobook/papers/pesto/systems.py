@@ -351,7 +351,7 @@ def postgres_connection(p: PostgresPlacement, *, host: str | None = None) -> str
             f"passfile={p.root.rstrip('/')}/pg/pgpass connect_timeout=10")
 
 
-_ADDRESS = re.compile(r"^([0-9A-Fa-f.:]+|@@addr:[A-Za-z0-9._-]+@@)$")
+_ADDRESS = re.compile(r"[0-9A-Fa-f.:]+|@@addr:[A-Za-z0-9._-]+@@")   # matched in full
 
 
 def postgres_files(p: PostgresPlacement) -> dict[str, str]:
@@ -384,12 +384,12 @@ def postgres_files(p: PostgresPlacement) -> dict[str, str]:
         addr = p.addresses.get(host)
         if not addr:
             raise ConfigError(f"Postgres: no cluster address for {host}")
-        if not _ADDRESS.match(addr):
+        if not _ADDRESS.fullmatch(addr):
             raise ConfigError(f"Postgres: {host}'s address {addr!r} is not an IP address")
     if p.backup == p.primary:
         raise ConfigError(f"Postgres-PB: the backup must be another server than the primary ({p.primary})")
     for key, value in (p.settings or {}).items():
-        if not re.match(r"^[a-z_]+$", key) or not re.match(r"^('[A-Za-z0-9 ._*-]*'|[A-Za-z0-9._-]+)$", str(value)):
+        if not re.fullmatch(r"[a-z_]+", key) or not re.fullmatch(r"'[A-Za-z0-9 ._*-]*'|[A-Za-z0-9._-]+", str(value)):
             raise ConfigError(f"Postgres: the setting {key} = {value} is not a plain name and value")
     q = shlex.quote
     version, port = int(p.version), int(p.port)
