@@ -207,7 +207,7 @@ def test_the_preparations_ssh_and_rsync_put_every_host_after_double_dash(tmp_pat
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _stub(bin_dir, "ssh", 'if [ "$1" = -G ] || [ "$2" = -G ]; then echo "hostname 127.0.0.1"; fi\n'
-                          'case "$*" in *"cat "*password*) echo secret ;; esac\nexit 0\n')
+                          'case "$*" in *"cat "*password*) echo secret ;; esac\ncat > /dev/null\n')  # reads its input
     _stub(bin_dir, "rsync", "exit 0\n")
     servers, clients = ["us-east-1-0", "us-east-1-1"], ["client-0-0"]
     placement = PostgresPlacement(primary=servers[0], backup=servers[1], clients=clients, root=str(tmp_path / "r"),
@@ -217,7 +217,8 @@ def test_the_preparations_ssh_and_rsync_put_every_host_after_double_dash(tmp_pat
     log = tmp_path / "argv.log"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RB_RUN_DIR": str(tmp_path / "run"),
            "RB_ARGV_LOG": str(log)}
-    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and "prepared for this placement" in done.stdout, done.stderr
     calls = [line.split("\x1f")[:-1] for line in log.read_text().splitlines()]
     hosts = set(servers + clients)
