@@ -36,8 +36,12 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
 
 
 def _print_json(rows: list[dict]) -> None:
-    """``rows`` as one JSON array on stdout (the fields each command's --help documents)."""
-    print(json.dumps(rows, indent=1, ensure_ascii=False))
+    """``rows`` as one JSON array on stdout (the fields each command's --help documents).
+
+    Characters a terminal would obey (C1 controls, bidi overrides; json escapes the C0 ones itself) are written as
+    JSON escapes: the same JSON, read by a program, and text on a terminal."""
+    text = json.dumps(rows, indent=1, ensure_ascii=False)
+    print("".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text))
 
 
 CLAIMS_JSON = ("claims --json prints one JSON array, an object per claim with the fields: claim (paper/claim), "

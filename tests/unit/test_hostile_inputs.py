@@ -399,3 +399,17 @@ def test_the_paper_schema_matches_ids_and_commits_in_full(tmp_path, where, bad):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match="toy.yaml"):
         load_paper(path)
+
+
+def test_runs_json_is_the_same_json_and_inert(capsys):
+    project = load_project()
+    claim = project.claim("aardvark/archive-throughput")
+    RunStore(project.settings.runs_dir).create(claim, "r-1", source="import", status="succeeded",
+                                               parameters={"note": ESCAPES}, host=ESCAPES)
+    assert cli.main(["runs", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert_inert(out)
+    row = json.loads(out)[0]
+    assert row["host"] == ESCAPES and row["parameters"] == {"note": ESCAPES}
+    assert cli.main(["runs"]) == 0
+    assert_inert(capsys.readouterr().out)
