@@ -697,7 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml for a live run "
                                                      "(default: local); a cluster gives each of the claim's roles its hosts")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+                   help="a claim parameter, e.g. -p trials 3 (repeatable); its type and, when the claim declares "
+                        "one, its pattern are checked before anything runs")
     s.add_argument("--new", action="store_true", help="live: start a fresh run rather than attach to the "
                                                        "earlier one with the same parameters")
     s.add_argument("--allow-insufficient-host", action="store_true",
@@ -733,7 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", default="live", help="live (default), auto, reference, or a run id")
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml (default: local)")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+                   help="a claim parameter, e.g. -p trials 3 (repeatable); its type and, when the claim declares "
+                        "one, its pattern are checked before anything runs")
     s.add_argument("--new", action="store_true", help="the plan of a fresh run (a new run id)")
     s.add_argument("--json", action="store_true", help="the plan as JSON (the fields of the manifest's `plan`)")
     s.set_defaults(func=cmd_plan)
