@@ -157,17 +157,10 @@ class JobStatus:
         return lines[-1] if lines else ""
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` from a host, safe to show on a terminal: control characters (escape sequences that
-    could move the cursor, retitle the window or hide text) become ``?``; newlines and tabs stay."""
-    return _CONTROL.sub("?", text)
-
-
 def _parse_status(run_id: str, text: str) -> JobStatus:
-    text = printable(text.replace("\r\n", "\n").replace("\r", "\n"))
+    # what the host says, as text: an escape sequence in its log (moving the cursor, retitling the window, writing
+    # the clipboard) is shown (U+241B and the like), never obeyed, wherever the status is printed
+    text = printable(text.replace("\r\n", "\n").replace("\r", "\n"), lines=True)
     head, _, tail = text.partition("---tail\n")
     kv = dict(l.split("=", 1) for l in head.splitlines() if "=" in l)
     num = lambda k: float(kv[k]) if kv.get(k, "").strip() else None  # noqa: E731
