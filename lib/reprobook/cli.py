@@ -64,9 +64,8 @@ def _width() -> int:
 
 
 def _cell(value) -> str:
-    """``value`` on one line of a terminal: control characters shown as ``?``, whitespace runs as one space."""
-    from reprobook.remote.jobs import printable
-    return " ".join(printable("" if value is None else str(value)).split())
+    """``value`` on one line of a terminal: control characters shown (`printable`), whitespace runs as one space."""
+    return " ".join(printable("" if value is None else str(value), lines=True).split())
 
 
 def _trim(text: str, width: int) -> str:

@@ -88,7 +88,7 @@ def test_claims_outside_a_terminal_fit_100_columns_or_COLUMNS(monkeypatch, capsy
 
 def test_a_cell_cannot_move_the_cursor_or_break_the_table():
     from reprobook.cli import _cell, _fit
-    assert _cell("a\x1b[2J\tb\nc\x07") == "a?[2J b c?"
+    assert _cell("a\x1b[2J\tb\nc\x07") == "a␛[2J b c␇"   # shown as formats.terminal.printable shows them
     rows = [{"a": "x" * 10, "b": "y" * 50, "c": "z" * 30}]
     shown, widths = _fit(rows, ["a", "b", "c"], 40, flexible={"b": (10, 2), "c": (10, 1)})
     assert shown == ["a", "b", "c"] and sum(widths.values()) + 4 == 40 and widths["b"] > widths["c"] >= 10
