@@ -173,11 +173,18 @@ def is_archive(path: str | Path) -> bool:
 
 @dataclass(frozen=True)
 class Unpacked:
-    """One file written by `unpack`: its path, size and sha256 (computed as it was written)."""
+    """One file written by `unpack`: its path under the destination (``/``-separated), its size and sha256
+    (computed as it was written)."""
 
-    path: Path
+    dest: Path
+    rel: str
     size: int
     sha256: str
+
+    @property
+    def path(self) -> Path:
+        """Where the file is."""
+        return self.dest / self.rel
 
 
 @dataclass
@@ -194,8 +201,12 @@ class _Unpacking:
         raise kind(f"archive refused: member {member!r} {why}; nothing of the archive was kept", file=self.archive)
 
     def unpack(self, source: Path, dest: Path, prefix: str, depth: int) -> None:
+        """Unpack ``source`` into ``dest``; each file written goes into ``out`` as (path, size, sha256)
+        (``prefix``: the name of ``source`` in the archive that holds it, for messages)."""
         try:
-            tar = tarfile.open(source, mode="r|*")  # a stream: headers one by one, never a seek back
+            # headers one by one, each member read right after its own (only forward: ``r:`` reads a compressed
+            # file through its buffered reader, three times faster than the block-by-block ``r|`` stream)
+            tar = tarfile.open(source, mode="r:*")
         except (tarfile.TarError, OSError, EOFError) as exc:
             where = f"its member {prefix.rstrip('/')!r} " if prefix else ""
             raise ArchiveRefused(f"cannot unpack the archive: {where}is not a readable tar archive ({exc}); "
@@ -261,10 +272,10 @@ class _Unpacking:
             self.unpack(Path(path), Path(inner), name + "/", depth + 1)
             os.unlink(path)
             os.rename(inner, path)    # the inner archive's place is taken by its files, as the outer archive's is
-            self.out[first:] = [Unpacked(Path(path + str(u.path)[len(inner):]), u.size, u.sha256)
-                                for u in self.out[first:]]
+            cut = len(inner)
+            self.out[first:] = [(path + p[cut:], n, sha) for p, n, sha in self.out[first:]]
             return
-        self.out.append(Unpacked(Path(path), size, h.hexdigest()))
+        self.out.append((path, size, h.hexdigest()))
 
     def mkdirs(self, path: str) -> None:
         if path not in self.made:
@@ -301,4 +312,5 @@ def unpack(archive: str | Path, dest: str | Path, limits: Limits | None = None, 
         if isinstance(exc, (tarfile.TarError, OSError, EOFError, ValueError)):
             raise ArchiveRefused(f"cannot unpack the archive ({exc}); nothing of it was kept", file=job.archive) from None
         raise
-    return sorted(job.out, key=lambda u: u.path)
+    cut = len(str(dest)) + 1
+    return sorted((Unpacked(dest, p[cut:].replace(os.sep, "/"), n, sha) for p, n, sha in job.out), key=lambda u: u.rel)

@@ -415,8 +415,9 @@ class RunStore:
                         unpacked = archives.unpack(src, target, budget=budget)
                         archive = {"name": Path(src).name, "size": Path(src).stat().st_size,
                                    "sha256": sha256_file(src)}
-                        records += [{"output": output, "path": str(u.path.relative_to(aside)), "size": u.size,
-                                     "sha256": u.sha256, "original": str(Path(src).resolve()), "archive": archive}
+                        where, original = str(target.relative_to(aside)), str(Path(src).resolve())
+                        records += [{"output": output, "path": f"{where}/{u.rel}", "size": u.size,
+                                     "sha256": u.sha256, "original": original, "archive": archive}
                                     for u in unpacked]
                         continue
                     budget.take(str(src), Path(src).stat().st_size, file=src)
@@ -479,8 +480,9 @@ def unpack_fetched(run_dir: Path, records: list[dict], budget) -> list[dict]:
             shutil.rmtree(dest)
         unpacked = archives.unpack(src, dest, budget=budget, shown=rec["path"])
         out.append({**rec, "unpacked": str(dest.relative_to(run_dir))})
-        out += [{"output": rec["output"], "path": str(u.path.relative_to(run_dir)), "size": u.size,
-                 "sha256": u.sha256, "archive": rec["path"]} for u in unpacked]
+        where = str(dest.relative_to(run_dir))
+        out += [{"output": rec["output"], "path": f"{where}/{u.rel}", "size": u.size, "sha256": u.sha256,
+                 "archive": rec["path"]} for u in unpacked]
     return out
 
 

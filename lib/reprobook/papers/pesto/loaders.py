@@ -201,12 +201,12 @@ def _settings(outputs, label) -> pd.DataFrame:
     """
     from reprobook.core import archives
     paths = [Path(p) for files in outputs.files.values() for p in files]
-    packed = [p for p in paths if archives.is_archive(p.name)]
+    packed = [p for p in paths if archives.is_archive(p.name) and p.is_file()]
     if packed:
         raise OutputError("an archive of outputs that was never unpacked: reprobook unpacks an archive once, when "
                           "a run is imported or fetched, and never while it evaluates one. Import the archive "
                           "again (`reprobook import`), or unpack it and import its files",
-                          file=outputs.name(packed[0]) if hasattr(outputs, "name") else packed[0])
+                          file=packed[0])
     return _read_settings(outputs, paths, label)
 
 
