@@ -44,7 +44,7 @@ from typing import Any, Iterable, Iterator
 
 from reprobook.core.config import Claim
 from reprobook.core.plan import make_plan
-from reprobook.errors import ConfigError, OutputError, ReprobookError
+from reprobook.errors import ConfigError, OutputError
 from reprobook.core.locks import Lock
 
 MANIFEST = "manifest.json"
