@@ -813,7 +813,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  "as a live host's probed facts are; without them, checks that depend on the machine "
                                  "are inconclusive")
     facts.add_argument("--facts", metavar="FILE", help="the output of the claim's facts script run on that machine "
-                                                       "(key=value lines; rb.facts_script(claim) prints it), or JSON")
+                                                       "(key=value lines; rb.facts_script(claim) prints it), or JSON; "
+                                                       "each fact is checked (known keys, types, ranges) before "
+                                                       "anything is stored")
     facts.add_argument("--cores", type=int, help="CPUs online")
     facts.add_argument("--os", help="\"Family Release\", e.g. \"Ubuntu 20.04\"")
     facts.add_argument("--memory-gib", type=float, help="memory, GiB")

@@ -159,6 +159,11 @@ class OutputError(ReprobookError):
         self.field = field
 
 
+class LimitExceeded(OutputError):
+    """A run's outputs go over one of their limits (files, bytes, one file's size, an archive's expansion):
+    refused before anything of them is kept (`reprobook.core.archives.Limits`)."""
+
+
 class OutputsRefused(OutputError):
     """A host sent records or bytes that reprobook refused (paths leaving the run directory, outputs
     never asked for, sizes that do not match, links, malformed records).

@@ -96,7 +96,8 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
     run.verify()
     files: dict[str, list[Path]] = {}
     for f in run.manifest.get("files", []):
-        files.setdefault(f["output"], []).append(run.path / f["path"])
+        if not f.get("unpacked"):   # an archive fetched and unpacked: its files stand for it
+            files.setdefault(f["output"], []).append(run.path / f["path"])
     when = run.manifest.get("ended") or run.manifest.get("created")
     if run.manifest.get("source") == "import":
         imp = run.manifest.get("imported") or {}
@@ -189,7 +190,7 @@ def read_facts(path: str | Path) -> dict:
         Naming the file when it cannot be read or holds no fact.
     """
     import json
-    from reprobook.core.requirements import facts_from
+    from reprobook.core.requirements import facts_from, validate_facts
     path = Path(path).expanduser()
     try:
         text = path.read_text(errors="replace")
@@ -209,7 +210,7 @@ def read_facts(path: str | Path) -> dict:
     if not known:
         raise ConfigError(f"{path} holds no machine facts: expected the output of the facts script (lines such as "
                           f"cpus=8) or a JSON object of facts")
-    return facts
+    return validate_facts(facts, file=path)
 
 
 def facts_from_flags(*, cores: int | None = None, os: str | None = None, memory_gib: float | None = None,
@@ -303,6 +304,8 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     on the machine are inconclusive.
     """
     import getpass
+    from reprobook.core.requirements import validate_facts
+    facts = validate_facts(facts) if facts else None   # before anything: a refused fact stores nothing
     if not machine or not machine.strip():
         raise ConfigError("describe the machine the files come from (machine=…, --machine …): the page shows it "
                           "beside the verdict")
@@ -332,11 +335,10 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
         readable(claim, {k: sorted(v) for k, v in stored.items()}, as_given)
 
     store = RunStore(project.settings.runs_dir)
-    run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
-                             params=make_plan(claim, params).params, check=check)
-    if facts:
-        run.update(host_facts={"imported": dict(facts)})
-    return run
+    extra = {"host_facts": {"imported": facts}} if facts else {}
+    return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
+                              params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
+                              **extra)
 
 
 def _loadable(project: Project, claim: Claim, run: Run) -> tuple[Outputs | None, str | None]:

@@ -439,3 +439,91 @@ def test_a_100_mb_line_and_binary_garbage_in_the_log(evil):
     text = listing.texts[str(log)]
     assert text.endswith("A\n\x1b[31mred\x1b[0m last line\r\n")  # the log's end, as it is (log.txt keeps it)
     assert set(text[:-40]) == {"A"} and len(text) == TEXT_MAX_BYTES  # of the 100 MB line, only its last MiB
+
+
+# --------------------------------------------------------------------------- limits: what a run may hold
+
+def _collected(evil, tmp_path, root, name: str, files: dict[str, bytes | int]):
+    """A job on the honest host that leaves ``files`` (bytes, or an int: a sparse file of that size) in
+    ``out-<name>``, collected into a fresh run (the limits: the environment's): (the run, the exception collect
+    raised or None)."""
+    claim = load_project(root).claim("aardvark/validator-throughput")
+    run = RunStore(tmp_path / "runs").create(claim, name, source="live", host="evil", status="running")
+    out = evil.workdir / f"out-{name}"
+    out.mkdir()
+    for rel, data in files.items():
+        if isinstance(data, int):
+            with open(out / rel, "wb") as f:
+                f.truncate(data)     # sparse: a few kilobytes on the host's disk
+        else:
+            (out / rel).write_bytes(data)
+    job, _ = jobs.launch(evil.host(), name, f"sleep 0.1; touch -- {out}/*")   # outputs of this job: newer than it
+    st = job.wait(progress=False, poll_s=0.1)
+    spec = SimpleNamespace(outputs={"logs": OutputSpec("logs", f"out-{name}", "*")})
+    try:
+        collect(spec, run, job, st)
+    except Exception as exc:   # noqa: BLE001 - the test looks at it
+        return RunStore(tmp_path / "runs").load(name), exc
+    return RunStore(tmp_path / "runs").load(name), None
+
+
+def test_a_sparse_file_over_the_limit_is_refused_before_a_byte_moves(evil, root, tmp_path, monkeypatch):
+    """A 1 GiB sparse output (12 KB on the host's disk) against a limit of 64 MB a run: the fetch is refused
+    naming the file and the limit, the run is failed with that reason, and nothing of it is on this disk."""
+    from reprobook.errors import LimitExceeded
+    monkeypatch.setenv("REPROBOOK_MAX_RUN_BYTES", "64 MB")
+    t0 = time.monotonic()
+    run, exc = _collected(evil, tmp_path, root, "sparse", {"small.txt": b"1\n", "huge.bin": 1 << 30})
+    assert time.monotonic() - t0 < 20
+    assert isinstance(exc, LimitExceeded), exc
+    msg = str(exc)
+    assert "huge.bin" in msg and "1.00 GiB" in msg and "64.0 MB" in msg and "REPROBOOK_MAX_RUN_BYTES" in msg, msg
+    assert "limits.run_bytes" in msg and "evil:" in msg
+    assert run.status == "failed" and run.manifest["files"] == [] and "huge.bin" in run.manifest["fetch_error"]
+    here = [p for p in (run.path / "outputs").rglob("*") if p.is_file() and p.name != ".fetch.lock"]
+    assert here == [], here   # no file, no .part, no fetch state of a file
+    monkeypatch.setenv("REPROBOOK_MAX_RUN_FILES", "1")
+    monkeypatch.delenv("REPROBOOK_MAX_RUN_BYTES")
+    run, exc = _collected(evil, tmp_path, root, "two-files", {"a.txt": b"1\n", "b.txt": b"2\n"})
+    assert isinstance(exc, LimitExceeded) and "over the limit of 1 files a run may hold" in str(exc)
+    assert "is file number 2 of the run" in str(exc) and ("'logs/a.txt'" in str(exc) or "'logs/b.txt'" in str(exc))
+    assert RunStore(tmp_path / "runs").load("two-files").manifest["files"] == []
+
+
+def test_an_archive_among_the_fetched_outputs_is_unpacked_once_and_a_bomb_in_it_refused(evil, root, tmp_path):
+    """A host's archive is unpacked at the fetch, beside it, its files recorded; the loader then reads them and
+    never the archive. An archive of zeros past the expansion limit leaves the run failed, naming the member,
+    with the fetched files recorded and nothing of the archive unpacked."""
+    import io
+    import tarfile
+    import zlib
+    from reprobook.core.runs import Run
+
+    def tgz(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    run, exc = _collected(evil, tmp_path, root, "packed", {"runs.tar.gz": tgz({"a/one.txt": b"1\n", "two.txt": b"2\n"}),
+                                                           "plain.txt": b"3\n"})
+    assert exc is None, exc
+    paths = sorted(f["path"] for f in run.manifest["files"])
+    assert paths == ["outputs/logs/plain.txt", "outputs/logs/runs.tar.gz", "outputs/logs/runs.tar.gz.unpacked/a/one.txt",
+                     "outputs/logs/runs.tar.gz.unpacked/two.txt"]
+    assert sorted(p.name for p in Run(run.path, run.manifest).files()) == ["one.txt", "plain.txt", "two.txt"]
+    run.verify()
+
+    header = tarfile.TarInfo("zeros.bin")
+    header.size = 200 * 1024 ** 2
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join([z.compress(header.tobuf(format=tarfile.GNU_FORMAT)),
+                     *(z.compress(bytes(1024 ** 2)) for _ in range(200)), z.compress(bytes(1024)), z.flush()])
+    run, exc = _collected(evil, tmp_path, root, "bomb", {"runs.tar.gz": bomb})
+    assert exc is not None and "'zeros.bin'" in str(exc) and "REPROBOOK_MAX_EXPANSION" in str(exc), exc
+    assert run.status == "failed" and "zeros.bin" in run.manifest["fetch_error"]
+    assert [f["path"] for f in run.manifest["files"]] == ["outputs/logs/runs.tar.gz"]
+    assert not (run.path / "outputs" / "logs" / "runs.tar.gz.unpacked").exists()

@@ -53,19 +53,22 @@ def test_a_run_whose_files_disagree_gets_a_verdict_and_a_finding(basil_era, root
     archive = basil_era.parent / "pequin-tpcc.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(basil_era, arcname="TPCC")
-    frame = get_loader("pesto.curves")(_outputs(archive))
-    note, finding = frame.attrs["findings"]
-    assert "records the median latency" in note and note.startswith("pequin-tpcc.tar.gz/TPCC/plots/lat-tput.csv")
-    # named as the evaluator knows it: inside the archive they gave, never the temporary copy it was read from
-    assert finding.startswith("pequin-tpcc.tar.gz/TPCC/plots/lat-tput.csv, line 2, field 'aggregate_latency_ms': "
-                              "the plot says 99.5, the median says "), finding
-    assert "/tmp" not in finding and "reprobook-pesto-" not in finding
     claim = load_project(root).claim("pesto/workloads")
+    import reprobook as rb
+    run = rb.import_run(claim, [archive], machine="a cluster")   # unpacked once, here
+    frame = rb.load(claim, rb.obtain(claim, run.id))
+    note, finding = frame.attrs["findings"]
+    inside = "outputs/runs/pequin-tpcc.tar.gz/TPCC/plots/lat-tput.csv"
+    assert "records the median latency" in note and note.startswith(inside)
+    # named as the evaluator knows it: inside the archive they gave, in the run, never where the machine keeps it
+    assert finding.startswith(f"{inside}, line 2, field 'aggregate_latency_ms': "
+                              "the plot says 99.5, the median says "), finding
+    assert "/tmp" not in finding and str(run.path) not in finding
     verdict = check_claim(claim, frame, source="imported")
     assert verdict.verdict in (Verdict.HOLDS, Verdict.FAILS, Verdict.INCONCLUSIVE)
     assert verdict.findings == (note, finding)
     assert verdict.as_dict()["findings"] == [note, finding]
-    assert "Finding about the artifact:</b> pequin-tpcc.tar.gz/TPCC/plots/lat-tput.csv" in verdict.badge_html()
+    assert f"Finding about the artifact:</b> {inside}" in verdict.badge_html()
     json.dumps(verdict.as_dict())
 
 

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import yaml
 
 from reprobook.errors import ConfigError
+from reprobook.core.archives import Limits
 from reprobook.core.requirements import Requirements, parse_requirements
 from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
 from reprobook.core.model import (CONTROL, PRESENTATIONS, CheckSpec, OutputSpec, Parameter, PublishedNumber,  # noqa: F401
@@ -647,6 +648,7 @@ class Settings:
     redact_hosts: bool
     poll_interval_s: float
     ssh_config: Path | None
+    limits: Limits = Limits()
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -710,6 +712,7 @@ def load_project(root: Path | None = None) -> Project:
         redact_hosts=os.environ.get("REPROBOOK_REDACT_HOSTS", str(raw.get("redact_hosts", False))).lower() in ("1", "true", "yes"),
         poll_interval_s=float(raw.get("poll_interval_s", 5.0)),
         ssh_config=path_setting("REPROBOOK_SSH_CONFIG", "", None),
+        limits=Limits.from_settings(raw.get("limits"), file=cfg / "reprobook.yaml"),
     )
     hosts = load_hosts(path_setting("REPROBOOK_HOSTS", "", "configs/hosts.yaml"))
     papers = {p.stem: load_paper(p) for p in sorted((cfg / "papers").glob("*.yaml"))}

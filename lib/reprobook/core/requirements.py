@@ -40,6 +40,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from shlex import quote
 from types import MappingProxyType
+from pathlib import Path
 from typing import Any
 
 from reprobook.errors import ConfigError
@@ -140,6 +141,40 @@ def _and(words: Iterable[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+# --------------------------------------------------------------------------- facts as a typed record
+
+_LINE = r"^[^\x00-\x1f\x7f]*$"
+
+
+def text(words: str, longest: int = 200) -> dict:
+    """The schema of a fact that is one line of text (a probe's words), for `Requirement.facts`."""
+    return {"type": "string", "maxLength": longest, "pattern": _LINE,
+            "description": f"{words}: one line of text, at most {longest} characters, no control characters"}
+
+
+def count(words: str, most: int = 1 << 20) -> dict:
+    """The schema of a fact that counts something (null: the probe could not read it)."""
+    return {"type": ["integer", "null"], "minimum": 1, "maximum": most,
+            "description": f"{words}: a whole number from 1 to {most:,}, or null (not known)"}
+
+
+def amount(words: str, most: float = 10.0 ** 7) -> dict:
+    """The schema of a fact that is a quantity (null: not known)."""
+    return {"type": ["number", "null"], "minimum": 0, "maximum": most,
+            "description": f"{words}: a number from 0 to {most:g}, or null (not known)"}
+
+
+def flag(words: str) -> dict:
+    """The schema of a yes-or-no fact (null: not probed)."""
+    return {"type": ["boolean", "null"], "description": f"{words}: true, false or null (not probed)"}
+
+
+_HOST_FACTS = {"hostname": text("the host's name"), "kernel": text("the kernel's release"),
+               "arch": text("the machine's architecture"), "cpu_model": text("the CPU's model name"),
+               "user": text("the user")}
+"""The facts every probe records (`_HOST_PROBE`), beside those of the requirements."""
+
+
 # --------------------------------------------------------------------------- the registry
 
 class Requirement:
@@ -157,6 +192,8 @@ class Requirement:
         What `Requirements.get` returns when the requirement is not configured.
     probe : str
         Shell lines printing ``fact=value`` lines; the workdir is ``$1``.
+    facts : dict
+        The facts it records (`parse`), each a JSON-schema fragment with its ``description``.
     """
 
     name: str = ""
@@ -165,6 +202,9 @@ class Requirement:
     example: str = ""
     unset: Any = None
     probe: str = ""
+    facts: dict = {}
+    """The facts `parse` records, name -> JSON-schema fragment with a ``description`` in words (what an
+    imported run's facts are validated against: `validate_facts`)."""
 
     def coerce(self, value: Any) -> Any:
         """The validated value as stored (lists become tuples, numbers int or float)."""
@@ -221,11 +261,66 @@ def schema() -> dict:
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
+def facts_schema() -> dict:
+    """The JSON schema of a machine's facts (`HostFacts`), assembled from the probe's and the registry's.
+
+    Every key is known, every value typed and bounded: what an imported run states of its machine is
+    held to it (`validate_facts`), so that the pages and the report can read any recorded fact.
+    """
+    props = dict(_HOST_FACTS)
+    for req in _REGISTRY.values():
+        props.update(req.facts)
+    return {"type": "object", "additionalProperties": False, "properties": props}
+
+
+def validate_facts(facts: Any, *, file: str | Path | None = None) -> dict:
+    """``facts`` checked against `facts_schema`: a plain dict of them, or `ConfigError` naming the key.
+
+    The message names the key (``file`` too, when the facts come from one), what it holds, and what it
+    expects. Numbers must be finite (JSON's NaN and Infinity are refused), integral floats of a count are
+    taken as the integer.
+
+    >>> validate_facts({"cpus": 8, "os": "Ubuntu 20.04"})
+    {'cpus': 8, 'os': 'Ubuntu 20.04'}
+    """
+    import math
+    from reprobook.core.schema import jsonschema_module
+    where = f"the machine facts{f' in {file}' if file else ''}"
+    if not isinstance(facts, Mapping):
+        raise ConfigError(f"{where} are {type(facts).__name__}, not an object of facts (key: value)")
+    schema = facts_schema()
+    props = schema["properties"]
+
+    def shown(value: Any) -> str:
+        r = repr(value)
+        return r if len(r) <= 60 else r[:57] + "..."
+
+    for key, value in facts.items():
+        if not isinstance(key, str) or key not in props:
+            known = ", ".join(sorted(props))
+            raise ConfigError(f"{where}: unknown fact {shown(key)} (known facts: {known})", key=str(key)[:60])
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where}: fact {key!r} holds {value!r}, not a number; expected "
+                              f"{props[key].get('description', 'a finite number')}", key=key)
+        err = next(iter(jsonschema_module().Draft202012Validator(props[key]).iter_errors(value)), None)
+        if err is not None:
+            inner = "".join(f"[{p!r}]" for p in err.absolute_path)
+            held = f" holds {shown(err.instance)} at {inner}" if inner else f" holds {shown(value)}"
+            raise ConfigError(f"{where}: fact {key!r}{held}; expected {props[key].get('description', err.message)}",
+                              key=key)
+    out = dict(facts)
+    for key, value in out.items():
+        if isinstance(value, float) and "integer" in (props[key].get("type") or ()):
+            out[key] = int(value)
+    return out
+
+
 # --------------------------------------------------------------------------- requirements
 
 @register
 class Cores(Requirement):
     name = "cores"
+    facts = {"cpus": count("CPUs online")}
     schema = {"type": "integer", "minimum": 1}
     expects = "a whole number of CPUs online, at least 1"
     example = "8"
@@ -258,6 +353,8 @@ echo "cpus=$rb_n"
 @register
 class PhysicalCoresPerSocket(Requirement):
     name = "physical_cores_per_socket"
+    facts = {"physical_cores": count("physical cores"), "physical_cores_per_socket": count("physical cores on one socket"),
+             "sockets": count("sockets", 1024)}
     schema = {"type": "integer", "minimum": 1}
     expects = "a whole number of physical cores, at least 1"
     example = "8"
@@ -305,6 +402,7 @@ echo "cpu_topology=$t"
 @register
 class MemoryGib(Requirement):
     name = "memory_gib"
+    facts = {"mem_gib": amount("memory, GiB")}
     schema = {"type": "number", "minimum": 0}
     expects = "a number of GiB"
     example = "64"
@@ -334,6 +432,7 @@ echo "mem_kib=$rb_mem"
 @register
 class DiskGib(Requirement):
     name = "disk_gib"
+    facts = {"disk_free_gib": amount("free space in the workdir, GiB", 10.0 ** 9), "disk_path": text("the workdir")}
     schema = {"type": "number", "minimum": 0}
     expects = "a number of GiB free in the host's workdir"
     example = "20"
@@ -372,6 +471,7 @@ echo "disk_free_kib=$rb_free"
 @register
 class NumaNodes(Requirement):
     name = "numa_nodes"
+    facts = {"numa_nodes": count("NUMA nodes", 4096)}
     schema = {"type": "integer", "minimum": 1}
     expects = "a whole number of NUMA nodes, at least 1"
     example = "2"
@@ -399,6 +499,8 @@ echo "numa_nodes=$rb_numa"
 @register
 class Smt(Requirement):
     name = "smt"
+    facts = {"smt": {"enum": ["on", "off", "unknown"], "description": "SMT: 'on', 'off' or 'unknown'"},
+             "smt_detail": text("how SMT was read", 1000)}
     schema = {"enum": ["on", "off"]}
     expects = '"on" or "off"'
     example = "off"
@@ -438,6 +540,7 @@ echo "smt_control=$rb_c"
 @register
 class Docker(Requirement):
     name = "docker"
+    facts = {"docker": flag("whether Docker's daemon answers"), "docker_detail": text("how Docker was read", 1000)}
     schema = {"type": "boolean"}
     expects = "true or false"
     example = "true"
@@ -505,6 +608,8 @@ def os_matches(wanted: str, os_id: str, os_version: str) -> bool:
 @register
 class Os(Requirement):
     name = "os"
+    facts = {"os": text("the OS's name (PRETTY_NAME of /etc/os-release)"), "os_id": text("the OS's ID (/etc/os-release)"),
+             "os_version": text("the OS's VERSION_ID (/etc/os-release)")}
     schema = {"type": "array", "minItems": 1,
               "items": {"type": "string", "pattern": r"^[A-Za-z0-9._-]+( [A-Za-z0-9._~-]+)?$"}}
     expects = ("a list of 'Family Release' strings, the family as os-release's ID and the release as its "
@@ -538,6 +643,10 @@ class Os(Requirement):
 @register
 class Commands(Requirement):
     name = "commands"
+    facts = {"commands": {"type": "object", "maxProperties": 1000,
+                          "propertyNames": {"minLength": 1, "maxLength": 200, "pattern": r"^[A-Za-z0-9_.+@:/-]+$"},
+                          "additionalProperties": {"type": "boolean"},
+                          "description": "commands: an object of program name -> true or false (on PATH or not)"}}
     schema = {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z0-9_.+@:/-]+$"}}
     expects = "a list of program names"
     example = "[git, make]"
@@ -562,6 +671,7 @@ class Commands(Requirement):
 @register
 class Kvm(Requirement):
     name = "kvm"
+    facts = {"kvm": flag("whether /dev/kvm is usable"), "kvm_detail": text("how /dev/kvm was read", 1000)}
     schema = {"type": "boolean"}
     expects = "true or false"
     example = "true"
@@ -592,6 +702,10 @@ else echo "kvm=denied $(ls -l /dev/kvm 2>/dev/null | awk '{print $1, $3, $4}')";
 @register
 class Files(Requirement):
     name = "files"
+    facts = {"files": {"type": "object", "maxProperties": 1000,
+                       "propertyNames": {"minLength": 1, "maxLength": 4096, "pattern": r"^[^\x00-\x1f\x7f]+$"},
+                       "additionalProperties": {"enum": ["file", "dir", "unreadable", "missing"]},
+                       "description": "files: an object of path -> 'file', 'dir', 'unreadable' or 'missing'"}}
     schema = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1, "pattern": r"^[^\n]+$"}}
     expects = "a list of paths: absolute, ~/..., or relative to the host's workdir"
     example = '["~/ozz/kernels/guest/images/x86_64/bookworm.img"]'
@@ -954,5 +1068,5 @@ def differences(facts: HostFacts | Mapping | None, stated: Mapping[str, Any]) ->
 
 
 __all__ = ["DOCKER_TIMEOUT_S", "HostFacts", "MACHINE_FACTS", "Requirement", "Requirements", "differences",
-           "facts_from", "names", "os_matches", "parse_requirements", "probe_script", "register", "schema",
+           "facts_from", "facts_schema", "validate_facts", "names", "os_matches", "parse_requirements", "probe_script", "register", "schema",
            "shortfalls"]

@@ -44,7 +44,7 @@ from typing import Any, Iterable, Iterator
 
 from reprobook.core.config import Claim
 from reprobook.core.plan import make_plan
-from reprobook.errors import ConfigError, OutputError, ReprobookError
+from reprobook.errors import ConfigError, OutputError
 from reprobook.core.locks import Lock
 
 MANIFEST = "manifest.json"
@@ -260,9 +260,10 @@ class Run:
         return found
 
     def files(self, output: str | None = None) -> list[Path]:
-        """Local paths of the fetched files (of one output, or all)."""
+        """Local paths of the output files (of one output, or all): an archive that was unpacked (`unpack_fetched`)
+        is represented by the files it held, never by itself."""
         return [self.path / f["path"] for f in self.manifest.get("files", [])
-                if output is None or f["output"] == output]
+                if (output is None or f["output"] == output) and not f.get("unpacked")]
 
     def verify(self) -> None:
         """Check every fetched file against the manifest's sha256.
@@ -376,58 +377,67 @@ class RunStore:
             yield run
 
     def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
-                     params: dict | None = None, check=None) -> Run:
+                     params: dict | None = None, check=None, limits=None, **fields: Any) -> Run:
         """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded.
 
-        An archive of outputs (`reprobook.core.archives`) is checked against its limits before anything is
-        stored (a refusal stores nothing), then unpacked once, under ``outputs/<name>/<archive name>/``: each
-        of its files is recorded like a copied one (``archive`` names the archive it came from), and later
-        evaluations read them as they are. ``check(run_dir, files)``, given the stored files of each output, may
-        refuse them by raising: the run is then removed, and the store is as it was.
+        The run is made aside (in the store's ``.staging/``) and appears whole, or not at all: a refusal, an
+        error or a killed process leaves nothing in the store. Everything it stores counts against one
+        `reprobook.core.archives.Budget` of ``limits`` (files, bytes). An archive of outputs is unpacked once,
+        with the archives inside it, under ``outputs/<name>/<archive name>/``: each of its files is recorded
+        like a copied one (``archive`` names the archive it came from), and later evaluations read them as they
+        are. ``check(run_dir, files)``, given the stored files of each output, may refuse them by raising.
+        ``fields`` go into the manifest as they are (e.g. ``host_facts``).
         """
-        import shutil
-
+        from reprobook import __version__
         from reprobook.core import archives
-        limits = archives.Limits.from_env()
-        for paths in files.values():
-            for src in paths:
-                if archives.is_archive(src):
-                    archives.check(src, limits)  # before the run exists: a refused archive leaves nothing behind
+        budget = archives.Budget(limits or archives.Limits.from_env())
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        run = self.create(claim, f"{claim.paper}-{claim.id}-import-{stamp}", source="import", status="importing",
-                          parameters=dict(params or {}), imported={"by": who, "at": utcnow(), "machine": machine,
-                                                                   "note": note})
-        records = []
-        for output, paths in files.items():
-            dest = run.path / "outputs" / output
-            dest.mkdir(parents=True, exist_ok=True)
-            for src in paths:
-                target = dest / Path(src).name
-                if target.exists():
-                    raise ConfigError(f"two files named {Path(src).name!r} for output {output!r}")
-                if archives.is_archive(src):
-                    try:
-                        unpacked = archives.unpack(src, target, limits)
-                    except ReprobookError:
-                        shutil.rmtree(run.path, ignore_errors=True)  # a refusal stores nothing, not half a run
-                        raise
-                    archive = {"name": Path(src).name, "size": Path(src).stat().st_size, "sha256": sha256_file(src)}
-                    records += [{"output": output, "path": str(f.relative_to(run.path)), "size": f.stat().st_size,
-                                 "sha256": sha256_file(f), "original": str(Path(src).resolve()), "archive": archive}
-                                for f in unpacked]
-                    continue
-                shutil.copyfile(src, target)
-                records.append({"output": output, "path": str(target.relative_to(run.path)),
-                                "size": target.stat().st_size, "sha256": sha256_file(target),
-                                "original": str(Path(src).resolve())})
-        if check is not None:
-            try:
-                check(run.path, {o: [run.path / r["path"] for r in records if r["output"] == o] for o in files})
-            except BaseException:
-                shutil.rmtree(run.path, ignore_errors=True)   # refused: nothing stored
-                raise
-        run.update(files=records, status="succeeded", ended=utcnow())
-        return run
+        run_id = f"{claim.paper}-{claim.id}-import-{stamp}"
+        manifest = {"run_id": run_id, "paper": claim.paper, "claim": claim.id, "created": utcnow(),
+                    "reprobook_version": __version__, "source": "import", "status": "importing",
+                    "parameters": dict(params or {}), "files": [],
+                    "imported": {"by": who, "at": utcnow(), "machine": machine, "note": note}, **fields}
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        staging = self.root / ".staging"
+        staging.mkdir(mode=0o700, exist_ok=True)
+        _clean_staging(staging)
+        aside = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=staging))
+        try:
+            records = []
+            for output, paths in files.items():
+                dest = aside / "outputs" / output
+                dest.mkdir(parents=True, exist_ok=True)
+                for src in paths:
+                    target = dest / Path(src).name
+                    if target.exists():
+                        raise ConfigError(f"two files named {Path(src).name!r} for output {output!r}")
+                    if archives.is_archive(src):
+                        unpacked = archives.unpack(src, target, budget=budget)
+                        archive = {"name": Path(src).name, "size": Path(src).stat().st_size,
+                                   "sha256": sha256_file(src)}
+                        where, original = str(target.relative_to(aside)), str(Path(src).resolve())
+                        records += [{"output": output, "path": f"{where}/{u.rel}", "size": u.size,
+                                     "sha256": u.sha256, "original": original, "archive": archive}
+                                    for u in unpacked]
+                        continue
+                    budget.take(str(src), Path(src).stat().st_size, file=src)
+                    shutil.copyfile(src, target)
+                    records.append({"output": output, "path": str(target.relative_to(aside)),
+                                    "size": target.stat().st_size, "sha256": sha256_file(target),
+                                    "original": str(Path(src).resolve())})
+            if check is not None:
+                check(aside, {o: [aside / r["path"] for r in records if r["output"] == o] for o in files})
+            manifest.update(files=records, status="succeeded", ended=utcnow())
+            Run(aside, manifest).save()
+            path = self.root / claim.paper / claim.id / run_id
+            for d in (self.root / claim.paper, path.parent):
+                d.mkdir(mode=0o700, exist_ok=True)
+            os.rename(aside, path)   # the run appears whole, its manifest 'succeeded'
+        except BaseException:
+            shutil.rmtree(aside, ignore_errors=True)   # refused or cut off: nothing stored
+            raise
+        _fsync_dir(path.parent)
+        return Run(path, manifest)
 
     def load(self, run_id: str) -> Run:
         """A run by id, wherever it is in the store."""
@@ -442,6 +452,38 @@ class RunStore:
     def stale(self, claim: Claim | None = None) -> list[Run]:
         """Runs whose status says a process works on them, though none does any more (see `Run.stale`)."""
         return [r for r in self.runs(claim) if r.stale]
+
+
+def unpack_fetched(run_dir: Path, records: list[dict], budget) -> list[dict]:
+    """``records`` (a fetch's, each with ``path`` relative to ``run_dir``) with every archive among them unpacked.
+
+    A fetched archive stays where it is (a fetch again finds it there and does not move it again) and
+    is unpacked once beside it, into ``<archive>.unpacked/`` (made again when it is fetched again),
+    within ``budget`` (`reprobook.core.archives`). Its record gets ``unpacked`` (that directory), and each
+    file it held a record with ``archive`` (the archive's path): readers take those files and pass over
+    the archive itself (`Run.files`).
+
+    Raises
+    ------
+    reprobook.core.archives.ArchiveRefused
+        Naming the archive, the member and the limit; nothing of that archive is left unpacked.
+    """
+    from reprobook.core import archives
+    out = []
+    for rec in records:
+        if not archives.is_archive(rec["path"]):
+            out.append(rec)
+            continue
+        src = run_dir / rec["path"]
+        dest = src.with_name(src.name + archives.UNPACKED)
+        if dest.exists():
+            shutil.rmtree(dest)
+        unpacked = archives.unpack(src, dest, budget=budget, shown=rec["path"])
+        out.append({**rec, "unpacked": str(dest.relative_to(run_dir))})
+        where = str(dest.relative_to(run_dir))
+        out += [{"output": rec["output"], "path": f"{where}/{u.rel}", "size": u.size, "sha256": u.sha256,
+                 "archive": rec["path"]} for u in unpacked]
+    return out
 
 
 def _clean_staging(staging: Path) -> None:

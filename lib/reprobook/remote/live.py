@@ -31,16 +31,17 @@ from dataclasses import dataclass
 import sys
 from typing import Callable, Mapping
 
+from reprobook.core.archives import ArchiveRefused, Budget, Limits
 from reprobook.core.config import Claim, Project
 from reprobook.core.plan import RunPlan, make_plan
-from reprobook.errors import (ConfigError, ExperimentError, HostBusy, OutputsRefused, ReprobookError, RequirementsNotMet,
-                     TestbedError)
+from reprobook.errors import (ConfigError, ExperimentError, HostBusy, LimitExceeded, OutputsRefused, ReprobookError,
+                              RequirementsNotMet, TestbedError)
 from reprobook.remote.hosts import Host, open_host
 from reprobook.remote.jobs import Job, JobStatus, launch
 from reprobook.remote.listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
 from reprobook.remote.listing import survey as survey_outputs
 from reprobook.core.locks import Holder
-from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, utcnow, write_atomic
+from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, unpack_fetched, utcnow, write_atomic
 from reprobook.remote.placement import Placement, hold, open_hosts, place, release, survey
 from reprobook.core.scales import manifest_fields
 from reprobook.core.secrets import mask_credentials
@@ -285,13 +286,14 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
     if members is None and run.manifest.get("placement"):
         members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)
     try:
-        return collect(claim, run, job, st, members=members)
+        return collect(claim, run, job, st, members=members, limits=project.settings.limits)
     finally:
         for m in (members or {}).values():
             m.close()
 
 
-def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping[str, Host] | None = None) -> Run:
+def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping[str, Host] | None = None,
+            limits: Limits | None = None) -> Run:
     """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed.
 
     With a placement of several hosts, ``members`` (the other hosts, by name)
@@ -302,6 +304,12 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
     (or this process is interrupted) the run is left ``ended``, and
     ``reprobook attach`` fetches what is missing. Records the host sent that
     cannot be trusted make the run ``failed``, with the proper files recorded.
+
+    Everything fetched counts against one budget of ``limits`` (the settings' ``limits``; by default
+    those of the environment): a listing over it makes the run ``failed`` with nothing transferred, the
+    message naming the file and the limit. An archive among the fetched files is unpacked there, once,
+    within the same budget (`reprobook.core.runs.unpack_fetched`); one refused leaves the run ``failed``
+    with the fetched files recorded and nothing of the archive unpacked.
     """
     host = job.host
     d = job.remote_dir
@@ -326,9 +334,13 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
         run.update(status="fetching", job_state=st.state, exit_code=st.exit_code,
                    started=_iso(st.started), ended=_iso(st.ended),
                    checkouts=dict(l.split(" ", 1) for l in checkouts.splitlines() if " " in l))
+        budget = Budget(limits or Limits.from_env())
         try:
-            files = fetch(host, here, run.path, listing=listing)
-            files += _fetch_members(run, members, there)
+            files = fetch(host, here, run.path, listing=listing, budget=budget)
+            files += _fetch_members(run, members, there, budget)
+        except LimitExceeded as exc:
+            run.update(status="failed", files=[], partial=True, fetch_error=exc.message)
+            raise
         except OutputsRefused as exc:
             run.update(status="failed", files=_records(exc.fetched), partial=True, fetch_error=exc.message,
                        refused=[{"record": rec, "reason": why} for rec, why in exc.records])
@@ -336,8 +348,13 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
         except BaseException as exc:
             run.update(status="ended", fetch_error=getattr(exc, "message", None) or f"interrupted ({type(exc).__name__})")
             raise
+        try:
+            records = unpack_fetched(run.path, _records(files), budget)
+        except ArchiveRefused as exc:
+            run.update(status="failed", files=_records(files), partial=True, fetch_error=exc.message)
+            raise
         if st.state != "succeeded":
-            run.update(status=st.state, files=_records(files), partial=True, fetch_error=None)
+            run.update(status=st.state, files=records, partial=True, fetch_error=None)
             job.raise_for_status(st)
         if not files:
             run.update(status="failed", files=[], partial=False, fetch_error=None)
@@ -346,7 +363,7 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
                                   command=f"{job.remote_dir}/cmd.sh", exit_code=st.exit_code, log_tail=st.log_tail,
                                   host=host.name)
         # the files and the status in one write: a run is never 'succeeded' without its files
-        run.update(status="succeeded", files=_records(files), partial=False, fetch_error=None)
+        run.update(status="succeeded", files=records, partial=False, fetch_error=None)
         return run
 
 
@@ -365,7 +382,7 @@ def _outputs_by_host(claim: Claim, placement: Placement | None):
     return here, there
 
 
-def _fetch_members(run: Run, members: Mapping[str, Host], there: Mapping[str, Mapping]) -> list:
+def _fetch_members(run: Run, members: Mapping[str, Host], there: Mapping[str, Mapping], budget: Budget) -> list:
     """Fetch each other host's outputs into ``hosts/<name>/`` of the run; their paths say so."""
     import dataclasses
     from reprobook.remote.placement import hold_id_for
@@ -374,7 +391,7 @@ def _fetch_members(run: Run, members: Mapping[str, Host], there: Mapping[str, Ma
         if name not in members:
             raise TestbedError(f"run {run.id} has outputs on host {name}, which is not open", host=name)
         started = f"{Job(members[name], hold_id_for(run.id)).remote_dir}/first_started"
-        for f in fetch(members[name], outputs, run.path / "hosts" / name, newer_than=started):
+        for f in fetch(members[name], outputs, run.path / "hosts" / name, newer_than=started, budget=budget):
             out.append(dataclasses.replace(f, path=f"hosts/{name}/{f.path}"))
     return out
 

@@ -16,7 +16,8 @@
 
 Nothing already fetched is ever deleted, whatever goes wrong.
 
-Nothing the host sends is trusted. The listing (`reprobook.remote.listing`) is parsed
+Nothing the host sends is trusted. What it lists counts against the run's limits
+(`reprobook.core.archives.Limits`: files, bytes, one file's size) before anything moves. The listing (`reprobook.remote.listing`) is parsed
 as it streams in and every record is checked before anything is written: the
 output must be one that was asked for, the path relative and free of ``..``,
 empty and NUL components, and the local file it names must resolve inside the
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from reprobook.core.archives import Budget, Limits
 from reprobook.core.config import OutputSpec
 from reprobook.errors import OutputError, OutputsRefused, TestbedError
 from reprobook.remote.hosts import Host, SshHost
@@ -175,16 +177,22 @@ def _outputs_dir(local_dir: Path) -> Path:
 
 
 def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, newer_than: str | None = None,
-          method: str = "auto", listing: Listing | None = None) -> list[FetchedFile]:
+          method: str = "auto", listing: Listing | None = None, budget: Budget | None = None) -> list[FetchedFile]:
     """Bring the outputs into ``local_dir/outputs/<name>/...``, transferring only what is missing or changed.
 
     ``method`` is ``auto`` (rsync for bulk transfers when the host is reached
     over SSH and rsync is installed on both ends, else SFTP), ``rsync``, or
     ``sftp``. With ``auto``, files under 16 KiB arrive inside the listing
-    itself. ``listing`` is a `survey` already made (of the same outputs).
+    itself. ``listing`` is a `survey` already made (of the same outputs). Every listed file counts against
+    ``budget`` (the run's: `reprobook.core.archives.Budget`, by default one of the limits from the
+    environment) before anything is transferred: a host that lists more files or bytes than a run may hold
+    has nothing of its outputs fetched.
 
     Raises
     ------
+    LimitExceeded
+        The listing goes over one of the run's limits: it names the file and the limit, and nothing was
+        transferred.
     OutputsRefused
         The host sent something that cannot be trusted (a path leaving the
         run directory, an output never asked for, a size that does not match
@@ -207,6 +215,10 @@ def fetch(host: Host, outputs: Mapping[str, OutputSpec], local_dir: Path, *, new
             host._rsync_remote = listing.rsync
         job = _Fetch(host, local_dir, listing)
         files, order = _admit(job)
+        budget = budget if budget is not None else Budget(Limits.from_env())
+        for rf in files:   # what the host lists, counted before a byte moves: a sparse terabyte stays there
+            budget.take(f"{rf.output}/{rf.relpath}", rf.size, what="output file",
+                        file=f"{host.name}:{rf.root}/{rf.relpath}")
         todo: list[RemoteFile] = []
         for rf, rel in zip(files, order):
             st, dest = job.state.get(rel), local_dir / rel

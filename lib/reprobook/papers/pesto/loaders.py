@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -31,8 +30,6 @@ from reprobook.errors import OutputError
 from reprobook.papers.pesto import parsers as parse
 from reprobook.core.loaders import loader
 
-ARCHIVES = (".tar", ".tar.gz", ".tgz")
-"""Archive suffixes the loaders unpack (an imported run's output tree)."""
 LABELS_KEY = "_reprobook_labels"
 """The comment key (underscore: the experiment scripts ignore it) holding a generated config's labels."""
 WORKLOADS = {"tpcc-sql": "TPCC", "auctionmark-sql": "Auctionmark", "seats-sql": "Seats", "rw-sql": "RW-SQL",
@@ -197,36 +194,20 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
 def _settings(outputs, label) -> pd.DataFrame:
     """One row per ``stats.json``: its labels and the metrics of ``run_stats.combined``.
 
-    An output may be a ``.tar``/``.tar.gz``/``.tgz`` archive of output directories (how an
-    imported run keeps its tree whole); it is unpacked into a temporary directory.
+    An archive of output directories (how an imported run keeps its tree whole, or one a host left among
+    the outputs) was unpacked once, when the run was imported or fetched (`reprobook.core.archives`): the
+    loader reads the files it held and never opens an archive itself. An archive still packed among the
+    outputs is refused, naming it.
     """
-    paths = [Path(p) for files in outputs.files.values() for p in files]
-    archives = [p for p in paths if p.is_file() and p.name.endswith(ARCHIVES)]
-    if not archives:
-        return _read_settings(outputs, paths, label)
-    with tempfile.TemporaryDirectory(prefix="reprobook-pesto-") as tmp:
-        unpacked = []
-        for i, archive in enumerate(archives):
-            target = Path(tmp) / str(i)
-            _unpack(archive, target)
-            unpacked.append(target)
-        frame = _read_settings(outputs, [p for p in paths if p not in archives] + unpacked, label)
-        frame.attrs["plot_csvs"] = [c.replace(tmp, "<archive>") for c in frame.attrs.get("plot_csvs", [])]
-        # a finding names a file as the user knows it: inside the archive they imported, not the temporary copy
-        named = frame.attrs.get("findings", [])
-        for i, archive in enumerate(archives):
-            named = [f.replace(str(Path(tmp) / str(i)), archive.name) for f in named]
-        frame.attrs["findings"] = [f.replace(tmp, "<archive>") for f in named]
-        frame.attrs["stats_files"] = [c.replace(tmp, "<archive>") for c in frame.attrs.get("stats_files", [])]
-        frame.attrs["archives"] = [str(a) for a in archives]
-        return frame
-
-
-def _unpack(archive: Path, target: Path) -> None:
-    # a run imported before archives were unpacked at import still keeps one: unpacked here, within the same
-    # limits (reprobook.core.archives), so that a bomb is refused rather than filling the disk
     from reprobook.core import archives
-    archives.unpack(archive, target)
+    paths = [Path(p) for files in outputs.files.values() for p in files]
+    packed = [p for p in paths if archives.is_archive(p.name) and p.is_file()]
+    if packed:
+        raise OutputError("an archive of outputs that was never unpacked: reprobook unpacks an archive once, when "
+                          "a run is imported or fetched, and never while it evaluates one. Import the archive "
+                          "again (`reprobook import`), or unpack it and import its files",
+                          file=packed[0])
+    return _read_settings(outputs, paths, label)
 
 
 def _read_settings(outputs, paths: list[Path], label) -> pd.DataFrame:
