@@ -284,7 +284,8 @@ def duration_words(minutes: float) -> str:
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
-                      where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)))
+                      where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)),
+                      packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()))
                  for s in items or ())
 
 
@@ -319,6 +320,28 @@ def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
         if o.get("role") and o["role"] not in known:
             raise ConfigError(f"no role {o['role']!r} in this claim (roles: {', '.join(sorted(known))})",
                               file=file, key=f"{where}.outputs.{name}.role")
+
+
+def _check_packages(claim: "Claim", file, where: str) -> None:
+    """The profile, the requirements and the steps agree on the machine: every OS release a step's role accepts
+    (its ``os`` requirement) is one the step's package table installs for, so a host the check lets through is one
+    the step can install on (a host of another release is refused before anything runs, naming it)."""
+    for part in ("setup", "run"):
+        for j, s in enumerate(getattr(claim, part)):
+            if not s.packages:
+                continue
+            role = s.role or claim.control_role
+            wanted = tuple((claim.role(role).requires or claim.requires).get("os") or ())
+            known = {os.lower() for os in s.releases}
+            missing = [os for os in wanted if os.lower() not in known]
+            if not wanted or missing:
+                raise ConfigError(
+                    f"the step {s.name!r} installs packages for {' and '.join(s.releases)} only (its packages table), "
+                    f"but {claim.key}'s role {role!r} accepts "
+                    + (f"{' or '.join(wanted)}" if wanted else "any OS (no os requirement)")
+                    + f": add a row for {', '.join(missing) if missing else 'the releases it runs on'} to the table, "
+                      f"or name only the table's releases in the requirement's os",
+                    file=file, key=f"{where}.{part}[{j}].packages" if not claim.at else f"{where} (at the {claim.at} scale)")
 
 
 def _scales(c: Mapping, params: dict, *, file, where: str):
@@ -517,6 +540,9 @@ def load_paper(path: Path) -> Paper:
             claim = dataclasses.replace(claim, adaptations=adaptations)
             claims[c["id"]] = claim
         _check_roles(claim, c, path, where)
+        _check_packages(claim, path, where)
+        for name in variants:
+            _check_packages(claim.at_scale(name), path, where)
         for name in variants:
             _check_roles(claim.at_scale(name), {**c, **{k: v for k, v in c["scales"][name].items()
                                                         if k in ("setup", "run")}}, path, f"{where}.scales.{name}")
