@@ -796,7 +796,9 @@ def make_profile(project, target: str, scale: str = "paper", *, rspec: bool = Fa
         claim = project.claim(target)
         nodes = nodes_for_claim(project, claim, scale)
         title = f"reprobook: {claim.key} ({scale} scale)"
-        about = (claim.requires.testbed or "").strip()
+        about = (claim.at_scale(scale).requires.testbed or claim.requires.testbed or "").strip()
+        if scale != "paper" and claim.scales.get(scale) is not None and claim.scales[scale].about:
+            about = f"At the {scale} scale: {claim.scales[scale].about}.\n\n{about}"
     else:
         nodes, left_out = nodes_for_paper(project, target, scale)
         if not nodes:

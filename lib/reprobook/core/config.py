@@ -34,7 +34,7 @@ from reprobook.errors import ConfigError
 from reprobook.core.requirements import Requirements, parse_requirements
 from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
 from reprobook.core.model import (CONTROL, PRESENTATIONS, CheckSpec, OutputSpec, Parameter, PublishedNumber,  # noqa: F401
-                                  PublishedValue, Repository, RoleSpec, Step)
+                                  PublishedValue, Repository, RoleSpec, Step, duration_words)
 
 LOCAL = "local"
 
@@ -274,11 +274,6 @@ class Paper:
         except KeyError:
             raise ConfigError(f"paper {self.id!r} has no claim {claim_id!r} (claims: {', '.join(self.claims)})",
                               file=self.path) from None
-
-
-def duration_words(minutes: float) -> str:
-    """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
-    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
 
 
 def _steps(items) -> tuple[Step, ...]:

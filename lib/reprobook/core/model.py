@@ -140,3 +140,8 @@ class RoleSpec:
         if self.max == self.min:
             return f"{self.min} host{'s' if self.min != 1 else ''}"
         return f"{self.min} or more hosts" if self.max is None else f"{self.min} to {self.max} hosts"
+
+
+def duration_words(minutes: float) -> str:
+    """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
+    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"

@@ -185,7 +185,7 @@ class RunPlan:
         for d in devs:
             lines.append(f"    - {getattr(d, 'what', '') or d.as_dict().get('what', '')}")
         if self.expected_minutes:
-            from reprobook.core.config import duration_words
+            from reprobook.core.model import duration_words
             lines.append(f"  expected:     about {duration_words(self.expected_minutes)} ({self.expected_source})")
         return "\n".join(lines)
 
