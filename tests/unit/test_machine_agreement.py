@@ -63,3 +63,18 @@ def test_a_role_that_accepts_a_release_its_steps_do_not_install_for_is_refused_w
     msg = str(err.value)
     assert "installs packages for Debian 12 and Ubuntu 22.04 only" in msg and "Ubuntu 20.04" in msg, msg
     assert "role 'control'" in msg and "add a row for Ubuntu 20.04" in msg, msg
+
+
+# what CloudLab's stock Ubuntu images have before any step runs (the host check comes first, so a command it asks
+# for must be one of these, or be installed by a step and checked there)
+STOCK_COMMANDS = {"git", "python3", "ssh", "rsync", "tar", "sudo", "bash"}
+
+
+@pytest.mark.parametrize(("key", "scale"), CASES, ids=[f"{k}@{s}" for k, s in CASES])
+def test_the_host_check_asks_only_for_what_a_stock_image_has(key, scale):
+    claim = PROJECT.claim(key)
+    at = claim.at_scale(scale if claim.scales else None)
+    for role in at.roles or (at.control_role,):
+        wanted = set((at.role(role).requires or at.requires).get("commands") or ())
+        assert wanted <= STOCK_COMMANDS, (f"{key} at {scale}: the host check of role {role!r} asks for "
+                                          f"{sorted(wanted - STOCK_COMMANDS)}, which the plan installs only later")
