@@ -240,10 +240,18 @@ class Claim:
 
     @property
     def expected_minutes(self) -> float:
-        """The guide's time for a live run: every step's, a sweep step's once per point of the default sweep."""
+        """The time of a live run with the default parameters: every step's, a sweep step's once per point of the
+        default sweep; for the claim at a scale (`at_scale`), the scale's own figure when the paper file gives one, else
+        its steps' with the scale's sweep. A plan's (`reprobook.core.plan.RunPlan.expected_minutes`) also learns from
+        the recorded runs."""
+        scale = self.scales.get(self.at) if self.at else None
+        if scale is not None and scale.expected_minutes is not None:
+            return scale.expected_minutes
+        values = scale.values if scale is not None else {}
         points = 1
         for axis in self.sweep_axes:
-            points *= len(self.parameters[axis].default)
+            v = values.get(axis, self.parameters[axis].default)
+            points *= len(v) if isinstance(v, (list, tuple)) else 1
         return sum(s.expected_minutes * (points if s.sweep else 1) for s in self.setup + self.run)
 
 
