@@ -337,13 +337,13 @@ def _check_packages(claim: "Claim", file, where: str) -> None:
             wanted = tuple((claim.role(role).requires or claim.requires).get("os") or ())
             known = {os.lower() for os in s.releases}
             missing = [os for os in wanted if os.lower() not in known]
-            if not wanted or missing:
+            # (a role without an os requirement takes any host; the step's rb_packages then stops on a release its
+            # table lacks, naming it)
+            if missing:
                 raise ConfigError(
                     f"the step {s.name!r} installs packages for {' and '.join(s.releases)} only (its packages table), "
-                    f"but {claim.key}'s role {role!r} accepts "
-                    + (f"{' or '.join(wanted)}" if wanted else "any OS (no os requirement)")
-                    + f": add a row for {', '.join(missing) if missing else 'the releases it runs on'} to the table, "
-                      f"or name only the table's releases in the requirement's os",
+                    f"but {claim.key}'s role {role!r} accepts {' or '.join(wanted)}: add a row for "
+                    f"{', '.join(missing)} to the table, or name only the table's releases in the requirement's os",
                     file=file, key=f"{where}.{part}[{j}].packages" if not claim.at else f"{where} (at the {claim.at} scale)")
 
 
