@@ -257,12 +257,16 @@ def _parse_params(pairs) -> dict:
 
 
 def _plan(project, claim, args, params):
-    """The `RunPlan` of ``run``/``plan``: unknown names and ill-typed values are refused before anything runs."""
-    from reprobook.core.plan import make_plan
-    if args.source == "live":
+    """The `RunPlan` of ``run``/``plan``: unknown names and ill-typed values are refused before anything runs; its
+    time learned from the recorded runs at its scale."""
+    from reprobook.core.plan import learn, make_plan
+    from reprobook.core.runs import RunStore
+    if args.source == "live" and args.host is not None:
         from reprobook.remote.live import plan_live
-        return plan_live(project, claim, args.host, params, new=args.new)
-    return make_plan(claim, params, paper=project.paper(claim.paper), source=args.source)
+        plan = plan_live(project, claim, args.host, params, new=args.new)
+    else:   # no host named (`plan` without --host): the claim's roles, not placed
+        plan = make_plan(claim, params, paper=project.paper(claim.paper), source=args.source)
+    return learn(plan, RunStore(project.settings.runs_dir).runs(claim))
 
 
 def cmd_new(args) -> int:
@@ -731,7 +735,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(`plan`).")
     s.add_argument("claim", help="paper/claim, e.g. pesto/sample-runs")
     s.add_argument("--source", default="live", help="live (default), auto, reference, or a run id")
-    s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml (default: local)")
+    s.add_argument("--host", default=None, help="host or cluster from configs/hosts.yaml that the live run's roles "
+                                                "are placed on (default: none: the roles are shown, not placed)")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="a claim parameter, e.g. -p trials 3 (repeatable); its type and, when the claim declares "
                         "one, its pattern are checked before anything runs")

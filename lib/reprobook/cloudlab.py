@@ -625,6 +625,11 @@ def disk_image_for(reqs_os: Sequence[str], named: str = "") -> str:
     return ""
 
 
+def os_of_image(urn: str) -> str:
+    """The system ("Ubuntu 22.04") a standard image (its URN, as `disk_image_for` gives it) runs; "" for another."""
+    return next((o for o, img in _OS_IMAGES.items() if urn == IMAGE_PREFIX + img), "")
+
+
 def nodes_for_claim(project, claim, scale: str = "paper") -> list[RoleNodes]:
     """The nodes of ``claim``'s profile, role by role."""
     if scale not in ("paper", "rehearsal"):
@@ -684,6 +689,16 @@ def nodes_for_paper(project, paper: str, scale: str = "paper") -> tuple[list[Rol
     return list(merged.values()), left_out
 
 
+def name_pattern(role: str, names: Sequence[str]) -> tuple[str, str]:
+    """How the role's names go on past those listed: ``(prefix, suffix)`` such that name ``i`` is
+    ``prefix + str(i) + suffix`` (``client-0-0`` ... ``client-5-0`` go on with ``client-6-0``, as the harness names
+    the client nodes); ``("<role>-", "")`` when the names follow no such rule."""
+    for m in (re.fullmatch(r"(.*?)(\d+)(\D.*)?", names[0]),) if names else ():
+        if m and all(n == f"{m[1]}{i}{m[3] or ''}" for i, n in enumerate(names)):
+            return m[1], m[3] or ""
+    return f"{role}-", ""
+
+
 def _pyname(role: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", role)
 
@@ -692,7 +707,8 @@ def profile_script(title: str, nodes: Sequence[RoleNodes], *, about: str = "") -
     """A geni-lib profile: a parameter per role for its hardware type (and count where it may vary), one LAN."""
     roles = [{"role": rn.role, "names": list(rn.all_names or rn.names), "hardware_type": rn.hardware_type,
               "disk_image": rn.disk_image, "count": len(rn.names), "fixed": rn.fixed_count,
-              "min": rn.min, "max": rn.max} for rn in nodes]
+              "min": rn.min, "max": rn.max,
+              "next": list(name_pattern(rn.role, list(rn.all_names or rn.names)))} for rn in nodes]
     params = []
     for r in roles:
         p = _pyname(r["role"])
@@ -730,7 +746,7 @@ def profile_script(title: str, nodes: Sequence[RoleNodes], *, about: str = "") -
         "    count = r['count'] if r['fixed'] else getattr(params, 'n_' + key)",
         "    hw = getattr(params, 'hw_' + key)",
         "    for i in range(count):",
-        "        name = r['names'][i] if i < len(r['names']) else '%s-%d' % (r['role'], i)",
+        "        name = r['names'][i] if i < len(r['names']) else '%s%d%s' % (r['next'][0], i, r['next'][1])",
         "        node = request.RawPC(name)",
         "        if hw:",
         "            node.hardware_type = hw",
@@ -780,7 +796,9 @@ def make_profile(project, target: str, scale: str = "paper", *, rspec: bool = Fa
         claim = project.claim(target)
         nodes = nodes_for_claim(project, claim, scale)
         title = f"reprobook: {claim.key} ({scale} scale)"
-        about = (claim.requires.testbed or "").strip()
+        about = (claim.at_scale(scale).requires.testbed or claim.requires.testbed or "").strip()
+        if scale != "paper" and claim.scales.get(scale) is not None and claim.scales[scale].about:
+            about = f"At the {scale} scale: {claim.scales[scale].about}.\n\n{about}"
     else:
         nodes, left_out = nodes_for_paper(project, target, scale)
         if not nodes:

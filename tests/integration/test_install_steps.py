@@ -43,7 +43,7 @@ CASES = {
     "the Debian packages on the servers": "apt",
     "the Debian packages on the clients": "apt",
     "install the build and plotting dependencies (apt)": "apt",
-    "PostgreSQL 15 on the servers (Postgres, Postgres-PB)": "apt",
+    "PostgreSQL on the servers (Postgres, Postgres-PB)": "apt",
     "Apache Ant on the control host (BFT-SMaRt's build)": "apt",
     "the libraries Debian lacks, from their repositories, into /usr/local (skipped when installed)": "libraries",
     "Set 1 machine set-up: Docker CE and SMT off (setup/cloudlab-1.sh; skipped when the host is already so)": "script",
@@ -55,6 +55,11 @@ NOT_RUN_HERE = {
     # copies into /usr/local/lib of the other hosts, over SSH, what the step before built here: it needs a placement
     # of several hosts, and is run by the Pesto rehearsal's own tests
     "ship the libraries built here, the keys and the harness's directories to the servers and clients",
+    # copies the keys the ship step sent into the authors' paths (/usr/local/etc, /mnt/extra) on a host of the paper's
+    # cluster: the authors' image has them; `test_the_authors_paths_step_*` runs it
+    "put the keys and the experiment directory where the authors' configs name them (skipped when there)",
+    "put the keys and the experiment directory where the authors' configs name them, on the clients (skipped when "
+    "there)",
     # the persistent-memory log's steps drive a guest (a VM the host boots, or a machine already up): `make live-pmlog`
     # runs them on a loopback guest where the packages step installs for real (llvm-dev and clang, the first time);
     # booting the guide's VM (guest=qemu) needs the Ubuntu cloud image from the internet
@@ -160,9 +165,15 @@ def test_every_install_step_is_covered(project):
     assert set(CASES) - found == set(), "cases for steps the paper files no longer have"
 
 
-def _packages(step) -> list[str]:
-    m = re.search(r'pkgs="([^"]*)"', step.run) or re.search(r"rb_apt_install ([^\n#]*)", step.run)
-    return m[1].split()
+RELEASES = {"Debian 12": ("debian", "12", "Debian GNU/Linux 12 (bookworm)"),
+            "Ubuntu 22.04": ("ubuntu", "22.04", "Ubuntu 22.04.5 LTS"), "Ubuntu 20.04": ("ubuntu", "20.04", "Ubuntu 20.04.6 LTS"),
+            "Ubuntu 18.04": ("ubuntu", "18.04", "Ubuntu 18.04.6 LTS"), "Fedora 40": ("fedora", "40", "Fedora Linux 40")}
+
+
+def _packages(step, release: str = "Debian 12") -> list[str]:
+    """The packages ``step`` installs on ``release``: its table's row (every install step has a table)."""
+    assert step.packages, f"the install step {step.name!r} has no packages table"
+    return list(step.packages_for(release))
 
 
 @dataclasses.dataclass
@@ -179,10 +190,19 @@ class Bare:
         path = self.fake / "calls"
         return path.read_text().splitlines() if path.exists() else []
 
+    release: str = "Debian 12"
+
+    def present(self, release: str) -> None:
+        """The host says it runs ``release`` (its os-release, as the steps read it)."""
+        os_id, version, pretty = RELEASES[release]
+        (self.fake / "os-release").write_text(f'PRETTY_NAME="{pretty}"\nID={os_id}\nVERSION_ID="{version}"\n')
+        self.release = release
+
     def run(self, script: str, name: str = "job.sh"):
         path = self.root / name
         path.write_text(script)
-        env = {"PATH": f"{self.fake / 'bin'}:{self.root / 'sysbin'}", "RB_FAKE": str(self.fake), "USER": "evaluator"}
+        env = {"PATH": f"{self.fake / 'bin'}:{self.root / 'sysbin'}", "RB_FAKE": str(self.fake), "USER": "evaluator",
+               "RB_OS_RELEASE": str(self.fake / "os-release")}
         return self.host.run(f"bash {shlex.quote(str(path))} < /dev/null", env=env, check=False, timeout=120)
 
 
@@ -205,7 +225,9 @@ def bare(bed, tmp_path):
                 (sysbin / p.name).symlink_to(p)
     spec = HostSpec(name="bare", ssh="bare", workdir=str(tmp_path / "work"))
     with open_host(spec, SimpleNamespace(ssh_config=bed.ssh_config_path)) as host:
-        yield Bare(tmp_path, host)
+        b = Bare(tmp_path, host)
+        b.present("Debian 12")
+        yield b
 
 
 def _script(project, claim, step, bare: Bare) -> str:
@@ -227,6 +249,13 @@ def _script(project, claim, step, bare: Bare) -> str:
     return base64.b64decode(carried[0]).decode()
 
 
+def _release(claim, step) -> str:
+    """The release a generic case presents: Debian 12, or for a PostgreSQL step the one of the claim's version."""
+    version = make_plan(claim, {}).params.get("postgres_version")
+    return next((r for r in step.releases if version and step.packages_for(r) == (f"postgresql-{version}",)),
+                "Debian 12")
+
+
 def _cases(kind: str):
     return [pytest.param(name, id=re.sub(r"\W+", "-", name)[:60]) for name, k in CASES.items() if k == kind]
 
@@ -234,7 +263,8 @@ def _cases(kind: str):
 @pytest.mark.parametrize("name", _cases("apt"))
 def test_a_package_step_installs_what_is_missing(project, bare, name):
     claim, step = _install_steps(project)[name]
-    pkgs = _packages(step)
+    bare.present(_release(claim, step))
+    pkgs = _packages(step, bare.release)
     res = bare.run(_script(project, claim, step, bare))
     installs = [c for c in bare.calls() if c.startswith("apt-get") and " install " in f"{c} "]
     assert installs == ["apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends " + " ".join(pkgs)], \
@@ -252,7 +282,8 @@ def test_a_package_step_installs_what_is_missing(project, bare, name):
 @pytest.mark.parametrize("name", _cases("apt"))
 def test_a_package_step_without_root_says_what_to_do(project, bare, name):
     claim, step = _install_steps(project)[name]
-    pkgs = _packages(step)
+    bare.present(_release(claim, step))
+    pkgs = _packages(step, bare.release)
     (bare.fake / "sudo-ok").unlink()
     res = bare.run(_script(project, claim, step, bare))
     assert res.exited != 0
@@ -335,3 +366,88 @@ def test_the_libssl_step_installs_the_deb_or_says_what_to_do(project, bare):
     msg = " ".join(res.stderr.split())
     assert res.exited != 0 and "on host bare" in msg and "libssl1.1" in msg and "passwordless sudo" in msg
     assert not [c for c in bare.calls() if c.startswith(("wget", "sudo -n dpkg"))]
+
+
+# --------------------------------------------------------------------------- a paper-scale plan, from the profile's image
+
+PAPER_SCALE = ("pesto/sample-runs", "pesto/workloads", "aardvark/vector-commitments")
+
+
+def _profile_os(project, claim) -> dict[str, str]:
+    """Role -> the system of the image the claim's paper-scale CloudLab profile asks for."""
+    from reprobook.cloudlab import nodes_for_claim, os_of_image
+    return {rn.role: os_of_image(rn.disk_image) for rn in nodes_for_claim(project, claim, "paper")}
+
+
+@pytest.mark.parametrize("key", PAPER_SCALE)
+def test_a_paper_scale_plan_installs_builds_and_ships_from_the_profiles_image(project, bare, key):
+    claim = project.claim(key)
+    plan = make_plan(claim, {"scale": "paper"} if claim.scales else {}, paper=project.paper(claim.paper), source="live")
+    names = [n for n, _, _ in plan.steps]
+    assert any(n.startswith(("Debian packages", "install build dependencies")) for n in names), names
+    assert any(n.startswith("build") for n in names), names
+    if claim.roles:   # the servers and clients get their packages and what the control host built
+        assert {"the Debian packages on the servers", "the Debian packages on the clients"} <= set(names), names
+        assert any(n.startswith("ship the libraries built here") for n in names), names
+    at = plan.claim
+    oses = _profile_os(project, claim)
+    steps = [s for s in at.setup + at.run if s.packages and s.where != "guest"]
+    assert steps, "the plan installs packages"
+    for step in steps:
+        release = oses[step.role or at.control_role]
+        assert release in step.releases, (step.name, release)
+        bare.present(release)
+        (bare.fake / "installed").write_text("")
+        (bare.fake / "calls").write_text("")
+        shutil.rmtree(bare.root / "rd", ignore_errors=True)
+        res = bare.run(_script(project, at, step, bare))
+        installs = [c for c in bare.calls() if c.startswith("apt-get") and " install " in f"{c} "]
+        pkgs = list(step.packages_for(release))
+        assert installs == ["apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "
+                            + " ".join(pkgs)], (step.name, release, res.tail(30))
+
+
+def test_a_host_of_a_release_the_table_lacks_is_told_which_it_knows(project, bare):
+    claim, step = _install_steps(project)["Debian packages for the build and the harness (skipped when all are "
+                                          "installed)"]
+    bare.present("Fedora 40")
+    res = bare.run(_script(project, claim, step, bare))
+    assert res.exited == 3, res.tail(20)
+    assert not [c for c in bare.calls() if c.startswith("apt-get")]
+    msg = " ".join(res.stderr.split())
+    assert ("on host bare, this step installs packages for Debian 12 or Ubuntu 22.04 (its packages table in the paper "
+            "file), and the host runs Fedora Linux 40 (ID fedora, VERSION_ID 40)") in msg, res.stderr
+
+
+def test_a_postgres_version_the_release_does_not_package_is_named(project, bare):
+    claim, step = _install_steps(project)["PostgreSQL on the servers (Postgres, Postgres-PB)"]
+    assert make_plan(claim, {}).params["postgres_version"] == 14   # the paper scale's: Ubuntu 22.04's
+    bare.present("Debian 12")
+    res = bare.run(_script(project, claim, step, bare))
+    assert res.exited == 2 and not [c for c in bare.calls() if c.startswith("apt-get")], res.tail(20)
+    assert "run with -p postgres_version 15" in " ".join(res.stderr.split()), res.stderr
+
+
+def test_the_pesto_packages_differ_by_release_only_where_the_release_does(project, bare):
+    claim, step = _install_steps(project)["Debian packages for the build and the harness (skipped when all are "
+                                          "installed)"]
+    debian, ubuntu = step.packages_for("Debian 12"), step.packages_for("Ubuntu 22.04")
+    assert set(debian) ^ set(ubuntu) == {"postgresql-server-dev-15", "postgresql-server-dev-14"}
+    assert "parallel" in debian   # the authors' upload script's; a stock image lacks it
+    bare.present("Ubuntu 22.04")
+    res = bare.run(_script(project, claim, step, bare))
+    assert f"Debian packages to install on bare: {' '.join(ubuntu)}" in res.stdout, res.tail(20)
+
+
+def test_the_authors_paths_step_puts_the_keys_there_or_says_what_to_do(project, bare):
+    claim = project.claim("pesto/sample-runs")
+    step = next(s for s in claim.setup if s.name.startswith("put the keys") and s.role == "server")
+    res = bare.run(_script(project, claim, step, bare))
+    calls = bare.calls()
+    assert "sudo -n mkdir -p /usr/local/etc/indicus-keys/donna /mnt/extra" in calls, res.tail(20)
+    assert "sudo -n chmod 1777 /mnt/extra" in calls, res.tail(20)
+    (bare.fake / "sudo-ok").unlink()
+    (bare.fake / "calls").write_text("")
+    res = bare.run(_script(project, claim, step, bare), "nosudo.sh")
+    msg = " ".join(res.stderr.split())
+    assert res.exited != 0 and "on host bare" in msg and "/usr/local/etc/indicus-keys/donna" in msg, res.stderr

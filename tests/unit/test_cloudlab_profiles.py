@@ -93,7 +93,8 @@ def test_the_guides_machines_by_name(site, tmp_path):
     assert list(pesto) == ["control", "us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1",
                            "eu-west-1-2", "client-0-0", "client-1-0", "client-2-0", "client-3-0", "client-4-0",
                            "client-5-0"]
-    assert set(pesto.values()) == {("m510", "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU20-64-STD")}
+    # the stock Ubuntu 22.04 image, which the paper scale's steps install for (not the authors' private pequin-base)
+    assert set(pesto.values()) == {("m510", "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD")}
     assert got["verus/millibenchmarks"] == {"control": ("d6515", "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD")}
     assert got["verus/node-replication"] == {"control": ("r650", "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD")}
 
@@ -110,6 +111,9 @@ def test_portal_parameters_change_hardware_and_counts_and_a_count_out_of_range_i
     got = _nodes(genilib.run_profile(script, tmp_path / "q.xml", {"hw_server": "c6525-25g", "n_client": 3}))
     assert [n for n in got if n.startswith("client")] == ["client-0-0", "client-1-0", "client-2-0"]
     assert got["us-east-1-0"][0] == "c6525-25g" and got["control"][0] == "m510"
+    # more client nodes than the guide's six go on as the harness names them (client-<server>-<node>)
+    more = _nodes(genilib.run_profile(script, tmp_path / "m.xml", {"n_client": 8}))
+    assert [n for n in more if n.startswith("client")] == [f"client-{i}-0" for i in range(8)]
     with pytest.raises(AssertionError, match="the client role takes 1 to any number of nodes"):
         genilib.run_profile(script, tmp_path / "bad.xml", {"n_client": 0})
 

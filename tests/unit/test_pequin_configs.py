@@ -716,7 +716,8 @@ def test_the_workloads_rehearsal_runs_six_systems_on_tpcc_each_labelled_and_prep
 def test_the_workloads_paper_scale_prepares_each_system_in_the_cloudlab_home_with_the_images_postgres(
         tmp_path, monkeypatch):
     """On the guide's cluster the configs keep the authors' layout under /users/<user>: HotStuff's and BFT-SMaRt's files
-    go there, and the Postgres systems use the image's PostgreSQL 12 (15 at rehearsal scale, from Debian)."""
+    go there, and the Postgres systems use the PostgreSQL of the profile's stock Ubuntu 22.04, 14 (the authors' image
+    had 12; 15 at rehearsal scale, from Debian 12)."""
     from reprobook.core.inputs import generate as generate_inputs
     from reprobook.remote.placement import Placement
     project = _project_from_git(tmp_path, monkeypatch)
@@ -734,7 +735,7 @@ def test_the_workloads_paper_scale_prepares_each_system_in_the_cloudlab_home_wit
     hs = made["Peloton-HS-TPCC-20wh.prepare.sh"].data.decode()
     assert "root=/users/alice\n" in hs and "for h in us-east-1-0 us-east-1-1 us-east-1-2 eu-west-1-0; do" in hs
     pg = _unpack(made["PG-TPCC.prepare.sh"].data.decode())["pg-primary.sh"].decode()
-    assert "PGBIN=/usr/lib/postgresql/12/bin" in pg and "ROOT=/users/alice" in pg
+    assert "PGBIN=/usr/lib/postgresql/14/bin" in pg and "ROOT=/users/alice" in pg
     smart = json.loads(made["Peloton-BFTSMART-TPCC-20wh.json"].data)
     assert smart["bftsmart_codebase_dir"] == "/users/alice/"   # the authors' layout: java-config and jars in the home
     assert "codebase=/users/alice\n" in made["Peloton-BFTSMART-TPCC-20wh.prepare.sh"].data.decode()

@@ -100,3 +100,24 @@ def test_parameters_are_resolved_in_one_place(root):
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names:
                     callers.add(f"{here}:{fn.name}")
     assert callers == {"reprobook/core/plan.py:make_plan"}
+
+
+def test_plan_without_a_host_shows_the_roles_unplaced_and_agrees_with_the_dry_run(cluster_hosts):
+    """`plan` needs no host: the claim's roles with the hosts each takes, not placed, and every step from the
+    profile's image on; placed on one host, `plan` and `run --dry-run` refuse alike (one host for six servers)."""
+    out = subprocess.run(CLI + ["plan", "pesto/sample-runs"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "role server: 6 hosts, not placed (needs: Ubuntu 22.04 or Debian 12;" in out.stdout
+    assert "role client: 1 or more hosts, not placed" in out.stdout and "--host HOST|CLUSTER" in out.stdout
+    for step in ("Debian packages for the build and the harness", "the libraries Debian lacks",
+                 "build the replica server", "the Debian packages on the servers [server]",
+                 "ship the libraries built here"):
+        assert step in out.stdout, step
+    js = json.loads(subprocess.run(CLI + ["plan", "pesto/sample-runs", "--json"], capture_output=True, text=True).stdout)
+    assert js["roles"] == {} and set(js["requirements"]) == {"control", "server", "client"}
+    on_local = subprocess.run(CLI + ["plan", "pesto/sample-runs", "--host", "local"], capture_output=True, text=True)
+    dry = subprocess.run(CLI + ["run", "pesto/sample-runs", "--dry-run", "--source", "live", "--host", "local"],
+                         capture_output=True, text=True)
+    assert on_local.returncode == dry.returncode == 2 and on_local.stderr == dry.stderr
+    assert "pesto/sample-runs's role 'server' takes 6 hosts; host 'local' gives it 1" in on_local.stderr
+    assert "Traceback" not in on_local.stderr + dry.stderr

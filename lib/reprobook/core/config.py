@@ -35,7 +35,7 @@ from reprobook.core.archives import Limits
 from reprobook.core.requirements import Requirements, parse_requirements
 from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
 from reprobook.core.model import (CONTROL, PRESENTATIONS, CheckSpec, OutputSpec, Parameter, PublishedNumber,  # noqa: F401
-                                  PublishedValue, Repository, RoleSpec, Step)
+                                  PublishedValue, Repository, RoleSpec, Step, duration_words)
 
 LOCAL = "local"
 
@@ -241,10 +241,18 @@ class Claim:
 
     @property
     def expected_minutes(self) -> float:
-        """The guide's time for a live run: every step's, a sweep step's once per point of the default sweep."""
+        """The time of a live run with the default parameters: every step's, a sweep step's once per point of the
+        default sweep; for the claim at a scale (`at_scale`), the scale's own figure when the paper file gives one, else
+        its steps' with the scale's sweep. A plan's (`reprobook.core.plan.RunPlan.expected_minutes`) also learns from
+        the recorded runs."""
+        scale = self.scales.get(self.at) if self.at else None
+        if scale is not None and scale.expected_minutes is not None:
+            return scale.expected_minutes
+        values = scale.values if scale is not None else {}
         points = 1
         for axis in self.sweep_axes:
-            points *= len(self.parameters[axis].default)
+            v = values.get(axis, self.parameters[axis].default)
+            points *= len(v) if isinstance(v, (list, tuple)) else 1
         return sum(s.expected_minutes * (points if s.sweep else 1) for s in self.setup + self.run)
 
 
@@ -278,11 +286,6 @@ class Paper:
                               file=self.path) from None
 
 
-def duration_words(minutes: float) -> str:
-    """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
-    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
-
-
 def _pattern(decl: Mapping, name: str, default, *, file, where: str):
     """A parameter's `Pattern` (declared, else the one the engine implies for its name, else None); its regular
     expression compiles and its default matches it, or `ConfigError` names the key."""
@@ -304,7 +307,8 @@ def _pattern(decl: Mapping, name: str, default, *, file, where: str):
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
-                      where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)))
+                      where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)),
+                      packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()))
                  for s in items or ())
 
 
@@ -339,6 +343,28 @@ def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
         if o.get("role") and o["role"] not in known:
             raise ConfigError(f"no role {o['role']!r} in this claim (roles: {', '.join(sorted(known))})",
                               file=file, key=f"{where}.outputs.{name}.role")
+
+
+def _check_packages(claim: "Claim", file, where: str) -> None:
+    """The profile, the requirements and the steps agree on the machine: every OS release a step's role accepts
+    (its ``os`` requirement) is one the step's package table installs for, so a host the check lets through is one
+    the step can install on (a host of another release is refused before anything runs, naming it)."""
+    for part in ("setup", "run"):
+        for j, s in enumerate(getattr(claim, part)):
+            if not s.packages:
+                continue
+            role = s.role or claim.control_role
+            wanted = tuple((claim.role(role).requires or claim.requires).get("os") or ())
+            known = {os.lower() for os in s.releases}
+            missing = [os for os in wanted if os.lower() not in known]
+            # (a role without an os requirement takes any host; the step's rb_packages then stops on a release its
+            # table lacks, naming it)
+            if missing:
+                raise ConfigError(
+                    f"the step {s.name!r} installs packages for {' and '.join(s.releases)} only (its packages table), "
+                    f"but {claim.key}'s role {role!r} accepts {' or '.join(wanted)}: add a row for "
+                    f"{', '.join(missing)} to the table, or name only the table's releases in the requirement's os",
+                    file=file, key=f"{where}.{part}[{j}].packages" if not claim.at else f"{where} (at the {claim.at} scale)")
 
 
 def _scales(c: Mapping, params: dict, *, file, where: str):
@@ -537,6 +563,9 @@ def load_paper(path: Path) -> Paper:
             claim = dataclasses.replace(claim, adaptations=adaptations)
             claims[c["id"]] = claim
         _check_roles(claim, c, path, where)
+        _check_packages(claim, path, where)
+        for name in variants:
+            _check_packages(claim.at_scale(name), path, where)
         for name in variants:
             _check_roles(claim.at_scale(name), {**c, **{k: v for k, v in c["scales"][name].items()
                                                         if k in ("setup", "run")}}, path, f"{where}.scales.{name}")

@@ -43,6 +43,18 @@ class Step:
     where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.remote.steps)
     role: str = ""         # the role whose hosts run it ("": the control role; see reprobook.remote.placement)
     sweep: bool = False    # run once per point of the claim's sweep (see reprobook.sweeps)
+    # the packages it installs, by OS release: (("Debian 12", (name, ...)), ...), in the paper file's order; the step's
+    # shell gets rb_packages (reprobook.remote.steps), and the role's os requirement names only these releases
+    packages: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """The OS releases the step installs for ("Debian 12", ...): its package table's; () for a step without one."""
+        return tuple(os for os, _ in self.packages)
+
+    def packages_for(self, release: str) -> tuple[str, ...]:
+        """The packages of ``release`` ("Ubuntu 22.04"), as its row of the table names them (() when it has none)."""
+        return next((p for os, p in self.packages if os.lower() == release.lower()), ())
 
 
 @dataclass(frozen=True)
@@ -131,3 +143,8 @@ class RoleSpec:
         if self.max == self.min:
             return f"{self.min} host{'s' if self.min != 1 else ''}"
         return f"{self.min} or more hosts" if self.max is None else f"{self.min} to {self.max} hosts"
+
+
+def duration_words(minutes: float) -> str:
+    """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
+    return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -44,6 +45,10 @@ class RunPlan:
     new: bool = False
     steps: tuple[tuple[str, str, str], ...] = ()    # (name, role, where) in order, the checkout first
     repositories: tuple[tuple[str, str, str], ...] = ()   # (name, url, commit)
+    # seconds each step took in the recorded runs of the claim at this scale (step name -> seconds; a sweep step's
+    # per point), and how many runs said so: `learn` sets them, `expected_minutes` reads them
+    learned: Mapping[str, float] = field(default_factory=dict)
+    learned_runs: int = 0
 
     @property
     def live(self) -> bool:
@@ -73,9 +78,46 @@ class RunPlan:
         return [dict(zip(axes, combo)) for combo in itertools.product(*(self.params[a] for a in axes))]
 
     @property
+    def expected_minutes(self) -> float:
+        """How long a live run of this plan takes, at its scale: each step's time in the recorded runs at this scale
+        (`learn`), else the scale's own figure in the paper file (``scales.<name>.expected_minutes``), else the
+        steps' ``expected_minutes``; a sweep step once per point of this plan's sweep. 0 when nothing says."""
+        c = self.claim
+        scale = c.scales.get(self.scale) if self.scale else None
+        steps = {s.name: s for s in (*c.setup, *c.run)}
+        points = len(self.sweep)
+        if self.learned and any(n in self.learned for n, _, _ in self.steps):
+            total = 0.0
+            for name, _, _ in self.steps:
+                step = steps.get(name)
+                times = points if step is not None and step.sweep else 1
+                if name in self.learned:
+                    total += self.learned[name] / 60 * times
+                elif scale is not None and scale.expected_minutes is not None:
+                    continue   # the scale's figure is a whole run's: it says nothing of one step
+                elif step is not None:
+                    total += step.expected_minutes * times
+            return total
+        if scale is not None and scale.expected_minutes is not None:
+            return scale.expected_minutes
+        return sum(s.expected_minutes * (points if s.sweep else 1) for s in (*c.setup, *c.run))
+
+    @property
+    def expected_source(self) -> str:
+        """Where `expected_minutes` comes from, in words."""
+        c = self.claim
+        at = f"at the {self.scale} scale" if self.scale else "of this claim"
+        if self.learned and any(n in self.learned for n, _, _ in self.steps):
+            return f"the step times of {self.learned_runs} recorded run(s) {at}"
+        scale = c.scales.get(self.scale) if self.scale else None
+        if scale is not None and scale.expected_minutes is not None:
+            return f"the paper file's figure for a run {at}"
+        return f"the steps' estimates, {at}"
+
+    @property
     def requirements(self) -> dict[str, list[str]]:
         """Role -> what its hosts must have, in words."""
-        roles = self.roles or {self.claim.control_role: ()}
+        roles = self.roles or dict.fromkeys(self.claim.roles or (self.claim.control_role,))   # placed, else the claim's
         return {r: list((self.claim.role(r).requires or self.claim.requires).describe()) for r in roles}
 
     def as_dict(self) -> dict:
@@ -91,14 +133,18 @@ class RunPlan:
             "repositories": [{"name": n, "url": u, "commit": c} for n, u, c in self.repositories],
             "steps": [{"name": n, "role": r, "where": w} for n, r, w in self.steps],
             "sweep_points": len(self.sweep) if self.claim.sweep_axes else 0,
-            "expected_minutes": self.claim.expected_minutes,
+            "expected_minutes": round(self.expected_minutes, 2),
+            "expected_from": self.expected_source,
         }
 
     def describe(self) -> str:
         """The plan in words, a line per fact, for a terminal."""
         c = self.claim
         lines = [f"plan of {c.key}: {c.title}" if getattr(c, "title", "") else f"plan of {c.key}"]
-        where = {"live": f"a live run on {self.cluster or self.target}", "reference": "the authors' shipped outputs",
+        placed = self.cluster or self.target
+        where = {"live": f"a live run on {placed}" if placed else "a live run (no host named: --host HOST|CLUSTER "
+                                                                    "places the roles below)",
+                 "reference": "the authors' shipped outputs",
                  "auto": "the latest recorded run, else the authors' shipped outputs"}.get(
             self.source, f"the recorded run {self.source}")
         lines.append(f"  outputs from: {where}")
@@ -115,6 +161,10 @@ class RunPlan:
             for role, hosts in self.roles.items():
                 needs = "; ".join(self.requirements.get(role, [])) or "any machine"
                 lines.append(f"  role {role}: {', '.join(hosts)} (needs: {needs})")
+        elif c.roles:   # not placed: each role with the hosts it takes
+            for role, spec in c.roles.items():
+                needs = "; ".join(self.requirements.get(role, [])) or "any machine"
+                lines.append(f"  role {role}: {spec.count_words}, not placed (needs: {needs})")
         else:
             needs = "; ".join(self.requirements.get(c.control_role, [])) or "any machine"
             lines.append(f"  machine:      {needs}")
@@ -134,9 +184,9 @@ class RunPlan:
         lines.append("  deviations:   " + ("none" if not devs else f"{len(devs)}"))
         for d in devs:
             lines.append(f"    - {getattr(d, 'what', '') or d.as_dict().get('what', '')}")
-        if c.expected_minutes:
-            at = self.scale if self.scale and c.variants else "paper"
-            lines.append(f"  expected:     {c.expected_time} (the steps' estimates, at the {at} scale)")
+        if self.expected_minutes:
+            from reprobook.core.model import duration_words
+            lines.append(f"  expected:     about {duration_words(self.expected_minutes)} ({self.expected_source})")
         return "\n".join(lines)
 
 
@@ -161,6 +211,51 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     return RunPlan(claim, asked, resolved, source=source, target=target,
                    roles={r: tuple(h) for r, h in (roles or {}).items()}, cluster=cluster, run_id=run_id, new=new,
                    steps=tuple(steps), repositories=repos)
+
+
+_STEP_LINE = re.compile(r"^### reprobook step (\d+(?:-\d+)?)/\d+: (.*?)(?: \(expected [^)]*\))?"
+                        r"(?: \[point [^\]]*\])?(?: \[skipped: [^\]]*\])?$")
+_DONE_LINE = re.compile(r"^### reprobook: step (\d+(?:-\d+)?) done in (\d+) s$")
+
+
+def step_times(log: str) -> dict[str, list[float]]:
+    """Step name -> the seconds each of its runs took, from a live run's job log (``### reprobook step 3/9: NAME``
+    and ``### reprobook: step 3 done in 41 s``; a sweep step once per point). Steps skipped (done in an earlier
+    attempt) or cut off say nothing."""
+    names: dict[str, str] = {}
+    out: dict[str, list[float]] = {}
+    for line in log.splitlines():
+        m = _STEP_LINE.match(line)
+        if m:
+            names[m[1]] = m[2]
+            continue
+        m = _DONE_LINE.match(line)
+        if m and m[1] in names:
+            out.setdefault(names[m[1]], []).append(float(m[2]))
+    return out
+
+
+def learn(plan: RunPlan, runs) -> RunPlan:
+    """``plan`` with the step times of the recorded live runs among ``runs`` (`reprobook.core.runs.Run`, oldest
+    first) of its claim at its scale: each step's latest (a sweep step's mean per point). Runs at another scale, and
+    imported or reference runs, say nothing of this one."""
+    learned: dict[str, float] = {}
+    used = 0
+    for run in runs:
+        m = run.manifest
+        if m.get("source") != "live" or (m.get("scale") or None) != plan.scale:
+            continue
+        try:
+            log = (run.path / "log.txt").read_text(errors="replace")
+        except OSError:
+            continue
+        times = step_times(log)
+        if times:
+            used += 1
+            learned.update({name: sum(t) / len(t) for name, t in times.items()})
+    if not used:
+        return plan
+    return dataclasses.replace(plan, learned=learned, learned_runs=used)
 
 
 def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:

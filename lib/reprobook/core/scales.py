@@ -104,6 +104,7 @@ class Scale:
     name: str
     about: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    expected_minutes: float | None = None   # a live run at this scale, when no recorded run says (the paper file's)
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,9 @@ def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: s
                 raise ConfigError(f"no parameter {p!r} in this claim (parameters: {', '.join(sorted(known)) or 'none'})",
                                   file=file, key=f"{key}.{name}.values.{p}")
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in (s.get("values") or {}).items()}  # sweep axes
-        out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(values))
+        minutes = s.get("expected_minutes")
+        out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(values),
+                          float(minutes) if minutes is not None else None)
     return out
 
 

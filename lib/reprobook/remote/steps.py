@@ -207,6 +207,42 @@ rb_expect_submodule() {  # dir path commit
 """
 
 
+def packages_function(step: Step) -> str:
+    """The shell function ``rb_packages`` of a step with a packages table: it prints the packages of the host's OS
+    release (os-release's ``ID`` and ``VERSION_ID``, matched as the ``os`` requirement matches them:
+    `reprobook.core.requirements.os_matches`), or stops (exit 3) naming the host, its release and those the table
+    knows. ``RB_OS_RELEASE`` names another os-release file (a test host presents a release so). "" for a step
+    without a table."""
+    if not step.packages:
+        return ""
+    q = shlex.quote
+    lines = ["rb_packages() {  # this step's packages for the host's OS release (its packages table in the paper file)",
+             "  local f id='' ver='' pretty=''",
+             '  for f in "${RB_OS_RELEASE:-/etc/os-release}" /usr/lib/os-release; do',
+             '    if [ -r "$f" ]; then',
+             '      eval "$(. "$f"; printf \'id=%q ver=%q pretty=%q\' "${ID:-}" "${VERSION_ID:-}" "${PRETTY_NAME:-}")"',
+             "      break",
+             "    fi",
+             "  done",
+             '  id=$(printf %s "$id" | tr \'A-Z\' \'a-z\')']
+    for release, names in step.packages:
+        family, _, version = release.partition(" ")
+        lines.append(f'  if [ "$id" = {q(family.lower())} ]; then case "$ver." in {q(version.lower() + ".")}*) '
+                     f"echo {q(' '.join(names))}; return 0 ;; esac; fi")
+    known = " or ".join(step.releases)
+    lines += [f'  echo "reprobook: on host $(rb_where), this step installs packages for {known} (its packages table in'
+              f' the paper file), and the host runs ${{pretty:-an unknown OS}} (ID ${{id:-none}}, VERSION_ID'
+              f' ${{ver:-none}}): run it on a host of {known}, or add a row for this release to the step\'s'
+              f' packages" >&2',
+              "  return 3", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _text(step: Step) -> str:
+    """The step's shell as it runs: its packages function (when it has a table), then its own commands."""
+    return packages_function(step) + step.run.rstrip()
+
+
 def _env_value(val) -> str:
     if isinstance(val, (list, tuple)):
         return " ".join(_env_value(v) for v in val)
@@ -262,7 +298,7 @@ def _guest_body(step: Step, env: Mapping[str, str]) -> str:
     lines = [f"export {k}={q(v)}" for k, v in env.items()] + ["set -euo pipefail", _HELPERS]
     if step.cwd:
         lines.append(f"cd {q(step.cwd)}")
-    script = "\n".join(lines) + "\n" + step.run.rstrip() + "\n"
+    script = "\n".join(lines) + "\n" + _text(step) + "\n"
     b64 = base64.b64encode(script.encode()).decode()
     remote = f'bash -c "$(echo {b64} | base64 -d)" reprobook-guest-step'
     return f"rb_guest {q(remote)} < /dev/null"
@@ -312,7 +348,7 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
         cwd = step.cwd if step.cwd.startswith("/") else f"{h.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
         script = "\n".join([f"export {k}={q(v)}" for k, v in {**env, "RB_WORKDIR": h.workdir, "RB_HOST": h.name}.items()]
                            + ["set -euo pipefail", _HELPERS, f"mkdir -p {q(h.workdir)}", f"cd {q(cwd)}",
-                              step.run.rstrip()]) + "\n"
+                              _text(step)]) + "\n"
         lines.append(f"rb_par {q(h.name)} {base64.b64encode(script.encode()).decode()}")
     return "\n".join(lines + ["rb_par_wait"])
 
@@ -396,7 +432,7 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
                         f"{_role_body(step, {**placement_env, **step_env}, targets)}\n)")
             else:
                 cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
-                body = f"( cd {q(cwd)} && set -euo pipefail\n{exports}\n{step.run.rstrip()}\n)"
+                body = f"( cd {q(cwd)} && set -euo pipefail\n{exports}\n{_text(step)}\n)"
             h = step_hash(name, cwd, body)
             if point is None:
                 out.append(f"if rb_begin {i} {total} {q(name + minutes)} {h}; then\n{body}\nrb_end {i} {h}\nfi")
