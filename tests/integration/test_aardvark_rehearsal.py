@@ -298,5 +298,22 @@ def test_the_three_claims_rehearse_live_sharing_one_build_and_resume_a_killed_go
     # reused, not run again: still the one run, its job's log on the host untouched (not a bound on the CLI's time)
     assert [r.id for r in store.runs(table1)] == [run1.id], store.runs(table1)
     assert (workdir / ".reprobook" / "runs" / run1.id / "log").stat().st_mtime_ns == run1_log_mtime
+
+    # ---- the evaluator's report counts what ran: the rehearsal is evidence toward Functional, never Reproduced, and
+    # no claim is Available without the artifact's DOI in the paper file (issue 48)
+    t0 = time.monotonic()
+    rep = subprocess.run(REPROBOOK + ["report", "aardvark", "--out", str(tmp_path)], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    timings["report"] = time.monotonic() - t0
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    report = json.loads((tmp_path / "aardvark-report.json").read_text())
+    vc = next(c for c in report["claims"] if c["claim"] == table1.key)
+    rehearsals = [e for e in vc["evidence"] if e["run"] == run1.id]
+    assert rehearsals and rehearsals[0]["scale"] == "rehearsal", vc["evidence"]
+    assert rehearsals[0]["counts_toward"] == "Functional" and rehearsals[0]["verdict"] == verdict, rehearsals
+    assert vc["badges"]["Functional"]["supported"] and not vc["badges"]["Reproduced"]["supported"], vc["badges"]
+    assert not any(c["badges"]["Available"]["supported"] for c in report["claims"]), report["badges"]
+    markdown = (tmp_path / "aardvark-report.md").read_text()
+    assert run1.id in markdown and "Functional" in markdown, markdown
     print("\n" + "; ".join(f"{k} {v:.0f} s" for k, v in timings.items())
           + f"; archive {averdict}, Table 1 {verdict}; archive steps {archive_steps}")
