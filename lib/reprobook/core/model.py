@@ -106,6 +106,9 @@ class Parameter:
     name: str
     default: Any
     help: str
+    from_cluster: str = ""
+    """``cloudlab.experiment`` ...: a live run on a cluster that records it takes its value from there unless given
+    (`reprobook.core.plan.cluster_values`)."""
 
 
 PRESENTATIONS = ("plot", "table", "both")
