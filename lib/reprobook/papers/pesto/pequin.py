@@ -475,7 +475,7 @@ def check_cluster_names(project, claim, params: Mapping[str, Any], placement) ->
 
 
 def _need_cloudlab_parameters(claim, params: Mapping[str, Any], placement) -> None:
-    for name in ("cloudlab_project", "cloudlab_experiment", "cloudlab_user"):
+    for name in ("cloudlab_user", "cloudlab_experiment", "cloudlab_project"):
         if not str(params.get(name) or "").strip():
             where = (f"cluster {placement.cluster!r} records no CloudLab experiment (a cluster imported with "
                      f"`reprobook cloudlab import` does)" if placement.cluster else "a single host has no experiment")
