@@ -861,9 +861,9 @@ def import_manifest(project, path, cluster: str, *, user: str | None = None, rol
         f"{manifest.nodes[0].hostname}")
     record = manifest.record
     if record.get("experiment"):
-        out(f"experiment: {record.get('experiment')}, project {record.get('project', '?')}, domain "
-            f"{record.get('domain', '?')}" + (f", user {record['user']}" if record.get("user") else "")
-            + " (a run on the cluster takes its CloudLab parameters from here)")
+        out(f"experiment: {record['experiment']}" + "".join(f", {k} {record[k]}" for k in ("project", "domain", "user")
+                                                              if record.get(k))
+            + " (recorded: a run on the cluster takes its CloudLab parameters from here)")
     if not check:
         return 0
     project = load_project(project.root)

@@ -304,6 +304,11 @@ def test_the_paper_scale_configs_on_an_imported_cluster_name_only_its_hosts(env,
         msg = str(exc.value)
         assert f"-p {param} {value} is not the cluster's" in msg and "outside cluster 'pesto'" in msg, msg
         assert f"leave -p {param} out" in msg
+    capsys.readouterr()
+    assert main(["run", claim_key, "--source", "live", "--host", "pesto", "--dry-run"]) == 0   # the README's
+    out = capsys.readouterr().out
+    assert "cloudlab_user=alice (from cluster pesto: its CloudLab user)" in out and "nothing was started" in out
+    assert "cloudlab_domain=clemson.cloudlab.us (from cluster pesto: its CloudLab domain)" in out
     assert main(["run", claim_key, "--source", "live", "--host", "pesto", "-p", "cloudlab_experiment", "pequin",
                  "--dry-run"]) == 2
     assert "-p cloudlab_experiment pequin is not the cluster's myexp" in capsys.readouterr().err
