@@ -79,11 +79,11 @@ def test_node_names_that_mean_something_already_keep_their_meaning(bed, user, tm
     res = _rb("cloudlab", "import", tmp_path / "hostile.xml", "--cluster", "x", "--workdir", tmp_path / "w" / "{name}",
               "--yes")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "added hosts and SSH aliases x-local, x-github.com, x-lab, x-node-0" in res.stdout
-    assert "cluster x: 4 of 4 hosts answered" in res.stdout
     # ssh resolves the user's names exactly as before; the nodes are reached by the cluster's own names
     assert {n: _ssh_G(bed, n) for n in ("github.com", "lab")} == before
     assert "hostname github.com\n" in before["github.com"]
+    assert "added hosts and SSH aliases x-local, x-github.com, x-lab, x-node-0" in res.stdout
+    assert "cluster x: 4 of 4 hosts answered" in res.stdout
     out = subprocess.run(["ssh", "-F", str(bed.ssh_config_path), "x-github.com", "echo", "reached"],
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "reached", out.stderr
