@@ -471,7 +471,7 @@ def write_cluster(hosts_path: Path, cluster: str, manifest: Manifest, roles: Map
     new text is validated (`reprobook.core.config.load_hosts`, and every other entry compared with the old) before
     it replaces the file, in one rename.
     """
-    from reprobook.core.config import LOCAL, HOST_NAME, load_hosts
+    from reprobook.core.config import LOCAL, HOST_NAME
     hosts_path = Path(hosts_path)
     text, data = _load_text(hosts_path)
     hosts = data.get("hosts") or {}

@@ -427,9 +427,8 @@ def config_host(node: str, params: Mapping[str, Any]) -> str:
 def check_cluster_names(project, claim, params: Mapping[str, Any], placement) -> None:
     """Refuse a run whose configs would name hosts outside its cluster, before anything runs.
 
-    The configs name each server and client ``<node>.<experiment>.<project>.<domain>`` (`config_host`) and log
-    in as ``cloudlab_user``. Where the cluster records its CloudLab experiment (an import), each value must be
-    the recorded one; where a host's SSH target is such a name, the config's name for it must be that target.
+    The configs name each server and client ``<node>.<experiment>.<project>.<domain>`` (`config_host`). Where the
+    cluster records its CloudLab experiment (an import), each of the three must be the recorded one; where a host's SSH target is such a name, the config's name for it must be that target.
     The message names the parameter and what would fix it. Values not set yet are left to the run (`run_configs`
     asks for them).
     """
@@ -442,7 +441,7 @@ def check_cluster_names(project, claim, params: Mapping[str, Any], placement) ->
                           f"is not the cluster's {right}: leave -p {param} out (the cluster's is used) or give "
                           f"-p {param} {right}")
 
-    for param, key in CLOUDLAB_PARAMETERS:
+    for param, key in CLOUDLAB_PARAMETERS[:3]:   # the names in the hosts' names (the user logs in, names none)
         value = str(params.get(param) or "")
         if key == "domain":
             value = value or AUTHORS_DOMAIN
