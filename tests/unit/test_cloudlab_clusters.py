@@ -336,3 +336,38 @@ def test_a_hand_written_cluster_of_cloudlab_host_names_is_checked_too(tmp_path, 
     ok = plan_live(project, claim, "pesto", {"cloudlab_experiment": "pesto", "cloudlab_project": "myproject-pg0",
                                              "cloudlab_user": "me"})
     assert ok.origins["cloudlab_experiment"] == "given"
+
+
+def test_the_upload_script_patched_sends_the_data_to_the_clusters_project(tmp_path):
+    """The authors' upload_data_remote.sh at the paper's commit, with the recorded patch: -P and -D name the
+    project and domain of the nodes' host names (the cluster's), where it had the authors' pequin-pg0 fixed.
+    GNU parallel is replaced by a shim that writes down each command it is given."""
+    import subprocess
+    git = ROOT.parent / "shared" / "git" / "github.com" / "fsuri" / "Pequin-Artifact"
+    if not git.is_dir():
+        pytest.skip("no local mirror of fsuri/Pequin-Artifact")
+    commit = load_project(ROOT).paper("pesto").repositories["pequin-artifact"].commit
+    work = tmp_path / "Pequin-Artifact"
+    (work / "src").mkdir(parents=True)
+    script = subprocess.run(["git", "-C", str(git), "show", f"{commit}:src/upload_data_remote.sh"], check=True,
+                            capture_output=True).stdout
+    (work / "src" / "upload_data_remote.sh").write_bytes(script)
+    patch = ROOT / "configs" / "patches" / "pequin" / "upload-data-project.patch"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run(["git", "-C", str(work), "apply", str(patch)], check=True, capture_output=True)
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "parallel").write_text('#!/bin/sh\nprintf "%s\\n" "$1" >> "$PARALLEL_LOG"\n')
+    (shims / "parallel").chmod(0o755)
+
+    def commands(*args) -> str:
+        log = tmp_path / f"parallel-{len(args)}.log"
+        subprocess.run(["bash", "upload_data_remote.sh", "-u", "alice", "-e", "myexp", *args, "-b", "tpcc"],
+                       cwd=work / "src", check=True, capture_output=True, timeout=60,
+                       env={"PATH": f"{shims}:/usr/bin:/bin", "PARALLEL_LOG": str(log)})
+        return log.read_text()
+    ours = commands("-P", "myproj-pg0", "-D", "clemson.cloudlab.us")
+    assert ours.count("alice@{}.myexp.myproj-pg0.clemson.cloudlab.us:/users/alice/benchmark_data/") == 3, ours
+    assert "pequin" not in ours and "utah" not in ours
+    # without them, the script does what it did: the authors' project and Utah
+    assert "alice@{}.myexp.pequin-pg0.utah.cloudlab.us:" in commands()
