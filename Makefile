@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup notebook-filter system-deps book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
+.PHONY: setup notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
 
 setup: $(VENV)/.installed notebook-filter
 
@@ -25,6 +25,10 @@ notebook-filter:
 system-deps:
 	bash .ci/install-system-deps.sh
 
+# Only what the unit tests run beyond a base system (git, ShellCheck), with apt when missing; at once when present.
+system-deps-unit:
+	bash .ci/install-system-deps.sh unit
+
 book: setup
 	$(BIN)/reprobook book
 
@@ -35,8 +39,8 @@ test: setup system-deps lint-imports
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The developer's loop (a few minutes): the import rules, then every unit and parser test, two at a time. No sshd,
-# browser or book build; `make test` runs those too.
-test-fast: setup lint-imports
+# browser or book build; `make test` runs those too. Of the system programs it installs only the unit tests' own.
+test-fast: setup system-deps-unit lint-imports
 	$(BIN)/pytest -q -n 2 -m "not slow and not ssh and not book and not browser" tests/unit
 
 # The layers' import rules (pyproject.toml, [tool.importlinter]): no cycle, no upward import, no paper named by the engine.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -160,7 +161,7 @@ def deviations(claim: Claim, outputs: sources.Outputs):
         if outputs.scale != PAPER:
             lines[-1] += (" It tries the whole pipeline at sizes a small host finishes in minutes; the checks say "
                           "which of them this scale can judge.")
-    withheld = _withheld_parameters()
+    withheld = _withheld_parameters(outputs.parameters)
     given = ", ".join(markdown_str("{}={}", k, "(withheld)" if k in withheld else v)
                       for k, v in outputs.parameters.items() if k != "scale")
     if given:
@@ -178,12 +179,24 @@ def deviations(claim: Claim, outputs: sources.Outputs):
     return Markdown("\n".join(lines))
 
 
-def _withheld_parameters() -> frozenset[str]:
-    """The parameters a page does not show with redaction on (``REPROBOOK_REDACT_HOSTS``): they name a machine or a user."""
+_NAMES_SOMEONE = re.compile(r"(?:^|_)(?:user|host|experiment|project)s?\Z")
+"""A parameter named so (``guest_user``, ``cloudlab_experiment``) holds a machine's, a person's or an account's name."""
+
+
+def _withheld_parameters(params: Mapping) -> frozenset[str]:
+    """The parameters of ``params`` a page does not show with redaction on (``REPROBOOK_REDACT_HOSTS``): they name a
+    machine, a user or a testbed account (the guest's, and any whose name says so and whose value is a text), or
+    their value is one of the names redaction withholds (`reprobook.core.redaction`)."""
+    from reprobook.core.redaction import known_names
     from reprobook.remote.steps import GUEST_PARAMETERS
-    if not project().settings.redact_hosts:
+    p = project()
+    if not p.settings.redact_hosts:
         return frozenset()
-    return frozenset(p for p in GUEST_PARAMETERS if p != "guest_port")
+    from reprobook.core.runs import RunStore
+    known = known_names(p, RunStore(p.settings.runs_dir))
+    return frozenset({k for k in GUEST_PARAMETERS if k != "guest_port"}
+                     | {k for k, v in params.items() if isinstance(v, str) and _NAMES_SOMEONE.search(k)}
+                     | {k for k, v in params.items() if known(str(v)) != str(v)})
 
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from reprobook.errors import ReprobookError
+from reprobook.formats.terminal import printable  # every line that carries run or host data goes through it
 
 EXIT_FAILS, EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_NOT_RUN = 1, 2, 3, 4
 _EXIT = {"holds": 0, "fails": EXIT_FAILS, "inconclusive": EXIT_INCONCLUSIVE, "not run": EXIT_NOT_RUN}
@@ -27,6 +28,7 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
     if not rows:
         print("(none)")
         return
+    rows = [{c: printable(r.get(c, "")) for c in cols} for r in rows]
     width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
     print("  ".join(c.ljust(width[c]) for c in cols))
     for r in rows:
@@ -34,8 +36,12 @@ def _print_table(rows: list[dict], cols: list[str]) -> None:
 
 
 def _print_json(rows: list[dict]) -> None:
-    """``rows`` as one JSON array on stdout (the fields each command's --help documents)."""
-    print(json.dumps(rows, indent=1, ensure_ascii=False))
+    """``rows`` as one JSON array on stdout (the fields each command's --help documents).
+
+    Characters a terminal would obey (C1 controls, bidi overrides; json escapes the C0 ones itself) are written as
+    JSON escapes: the same JSON, read by a program, and text on a terminal."""
+    text = json.dumps(rows, indent=1, ensure_ascii=False)
+    print("".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text))
 
 
 CLAIMS_JSON = ("claims --json prints one JSON array, an object per claim with the fields: claim (paper/claim), "
@@ -51,27 +57,108 @@ RUNS_JSON = ("runs --json prints one JSON array, an object per run, newest first
 
 # --------------------------------------------------------------------------- commands
 
+def _width() -> int:
+    """The columns a listing fits in: the terminal's, else $COLUMNS, else 100 (a pipe or a file); at least 40."""
+    import shutil
+    return max(shutil.get_terminal_size((100, 24)).columns, 40)
+
+
+def _cell(value) -> str:
+    """``value`` on one line of a terminal: control characters shown (`printable`), whitespace runs as one space."""
+    return " ".join(printable("" if value is None else str(value), lines=True).split())
+
+
+def _trim(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
+def _fit(rows: list[dict], cols: list[str], width: int, *, flexible: dict, drop=()):
+    """The columns of ``cols`` to show in ``width`` and the width of each, or ``None`` when they cannot fit.
+
+    A column keeps its natural width unless it is ``flexible`` (column: (least width, weight)): those are cut to no
+    less than their least width and share what is left in proportion to their weights; when even that is too
+    wide, the columns of ``drop`` go, first one first."""
+    natural = {c: max([len(c)] + [len(r[c]) for r in rows]) for c in cols}
+    shown, drop = list(cols), list(drop)
+
+    def needs(c):
+        return min(natural[c], flexible[c][0]) if c in flexible else natural[c]
+    while sum(needs(c) for c in shown) + 2 * (len(shown) - 1) > width:
+        if not drop:
+            return None
+        shown.remove(drop.pop(0))
+    widths = {c: needs(c) for c in shown}
+    room = width - 2 * (len(shown) - 1) - sum(widths.values())
+    flex = sorted((c for c in shown if c in flexible), key=lambda c: (natural[c] - widths[c]) / flexible[c][1])
+    weight = sum(flexible[c][1] for c in flex)
+    for c in flex:   # those that want less than their share first: what they leave goes to the others
+        more = min(natural[c] - widths[c], room * flexible[c][1] // weight)
+        widths[c] += more
+        room, weight = room - more, weight - flexible[c][1]
+    return shown, widths
+
+
+def _print_fitted(rows: list[dict], cols: list[str], width: int, *, flexible: dict, drop=()) -> bool | None:
+    """``rows`` as a table no wider than ``width``: long cells cut (``…``) and the columns of ``drop`` left out when
+    they do not fit. Returns whether anything was cut, or ``None`` (nothing printed) when even that is too wide."""
+    rows = [{c: _cell(r.get(c, "")) for c in cols} for r in rows]
+    fitted = _fit(rows, cols, width, flexible=flexible, drop=drop)
+    if fitted is None:
+        return None
+    shown, widths = fitted
+    for r in [{c: c for c in cols}] + rows:
+        print("  ".join(_trim(r[c], widths[c]).ljust(widths[c]) for c in shown).rstrip())
+    return shown != cols or any(len(r[c]) > widths[c] for r in rows for c in shown)
+
+
+def _print_records(rows: list[dict], cols: list[str], width: int) -> None:
+    """One record per row: the first column on a line of its own, then each other field wrapped to ``width``."""
+    import textwrap
+    label = max(len(c) for c in cols[1:]) + 4
+    for i, r in enumerate(rows):
+        if i:
+            print()
+        print("\n".join(textwrap.wrap(_cell(r[cols[0]]), width, break_on_hyphens=False)))
+        for c in cols[1:]:
+            print("\n".join(textwrap.wrap(_cell(r[c]) or "-", width, initial_indent=f"  {c}:".ljust(label),
+                                          subsequent_indent=" " * label, break_on_hyphens=False)))
+
+
 def cmd_claims(args) -> int:
     project = _project()
-    rows = []
-    for c in project.all_claims():
-        if args.paper and c.paper != args.paper:
-            continue
-        rows.append({"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
-                     "machine": ("; ".join(c.requires.describe()) or "any") + (
-                         "; roles: " + ", ".join(f"{r.name} ({r.count_words})" for r in c.roles.values())
-                         if c.roles else ""),
-                     "live run": c.expected_time or "-",
-                     "authors' outputs": "yes" if c.reference else "no"})
+    claims = [c for c in project.all_claims() if not args.paper or c.paper == args.paper]
     if args.json:
-        claims = [c for c in project.all_claims() if not args.paper or c.paper == args.paper]
         _print_json([{"claim": c.key, "paper": c.paper, "id": c.id, "title": c.title, "refs": list(c.refs),
                       "machine": list(c.requires.describe()),
                       "roles": {r.name: r.count_words for r in c.roles.values()},
                       "expected_minutes": c.expected_minutes or None,
                       "authors_outputs": bool(c.reference)} for c in claims])
         return 0
-    _print_table(rows, ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"])
+    rows = [{"claim": c.key, "title": c.title, "paper refs": ", ".join(c.refs),
+             # a cluster's roles first: cut to fit, the cell still says how many hosts the claim takes
+             "machine": "; ".join((["roles: " + ", ".join(f"{r.name} ({r.count_words})" for r in c.roles.values())]
+                                   if c.roles else []) + list(c.requires.describe())) or "any",
+             "live run": c.expected_time or "-",
+             "authors' outputs": "yes" if c.reference else "no"} for c in claims]
+    cols = ["claim", "title", "paper refs", "machine", "live run", "authors' outputs"]
+    width = _width()
+    if not rows:
+        print("(none)")
+        return 0
+    if args.verbose:
+        _print_records(rows, cols, width)
+        return 0
+    # "about 22 minutes" as "~22 minutes" in the table: the column is a third narrower
+    table = [{**r, "live run": "~" + r["live run"][len("about "):] if r["live run"].startswith("about ")
+              else r["live run"]} for r in rows]
+    cut = _print_fitted(table, cols, width, flexible={"title": (30, 3), "paper refs": (20, 1), "machine": (24, 2)},
+                        drop=("paper refs", "machine", "authors' outputs"))
+    if cut is None:   # narrower than a table can be: each claim on lines of its own
+        _print_records(rows, cols, width)
+    elif cut:
+        import textwrap
+        print("\n".join(textwrap.wrap(f"(cut to {width} columns: `reprobook claims -v` shows every field in full)",
+                                      width)))
     return 0
 
 
@@ -152,10 +239,10 @@ def _settle(run, *, error: str) -> None:
 
 def _report(verdict: dict, run) -> int:
     margin = "n/a" if verdict["margin"] is None else f"{verdict['margin'] * 100:+.1f}%"
-    print(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})")
-    print(f"  why:    {verdict['reason']}")
-    print(f"  source: {verdict['source']}")
-    print(f"  run:    {run.id}  ({run.path})")
+    print(printable(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})", lines=True))
+    print(f"  why:    {printable(verdict['reason'])}")
+    print(f"  source: {printable(verdict['source'])}")
+    print(f"  run:    {printable(run.id)}  ({printable(run.path)})")
     return _EXIT[verdict["verdict"]]
 
 
@@ -183,8 +270,9 @@ def cmd_new(args) -> int:
     from reprobook.core.config import find_root, load_paper
     from reprobook.scaffold import new_paper
     root = find_root()
-    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "")
-    load_paper(root / "configs" / "papers" / f"{args.paper}.yaml")  # what was written loads: else a bug to report
+    # what was written loads (else a bug to report, and what was written is removed again)
+    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "",
+                        check=load_paper)
     for path in written:
         print(f"wrote {path.relative_to(root)}")
     print(f"Next: edit configs/papers/{args.paper}.yaml (the claim, its numbers, its check), "
@@ -203,7 +291,7 @@ def cmd_plan(args) -> int:
     if args.json:
         print(json.dumps(plan.as_dict(), indent=2))
     else:
-        print(plan.describe())
+        print(printable(plan.describe(), lines=True))
     return 0
 
 
@@ -217,7 +305,7 @@ def cmd_run(args) -> int:
     params = _parse_params(args.param)
     plan = _plan(project, claim, args, params)
     if args.dry_run:
-        print(plan.describe())
+        print(printable(plan.describe(), lines=True))
         print("(a dry run: nothing was started)")
         return 0
     store = RunStore(project.settings.runs_dir)
@@ -258,9 +346,9 @@ def _run_all(args) -> int:
     project = _project()
 
     def show(plan) -> None:
-        print(f"{args.claim} on {', '.join(plan.hosts)}:")
+        print(printable(f"{args.claim} on {', '.join(plan.hosts)}:"))
         for line in plan.lines():
-            print(f"  {line}")
+            print(f"  {printable(line)}")
         sys.stdout.flush()
     result = run_all(args.claim, args.hosts, project=project, params=_parse_params(args.param), new=args.new,
                      progress=not args.quiet, on_plan=show)
@@ -271,7 +359,7 @@ def _run_all(args) -> int:
           f"(the longest claim: {longest:.1f} s)")
     for r in result.runs:
         if r.status != "succeeded" and r.detail:
-            print(f"  {r.claim}: {r.detail}")
+            print(f"  {r.claim}: {printable(r.detail)}")
     codes = [EXIT_ERROR if r.status == "failed" else _EXIT.get(r.verdict, 0) if r.status == "succeeded"
              else EXIT_NOT_RUN for r in result.runs]
     for worst in (EXIT_ERROR, EXIT_FAILS, EXIT_INCONCLUSIVE, EXIT_NOT_RUN):
@@ -311,30 +399,91 @@ def cmd_runs(args) -> int:
     else:
         _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
     for note in notes:
-        print(f"reprobook: {note}", file=sys.stderr)
+        print(f"reprobook: {printable(note)}", file=sys.stderr)
     for path in RunStore(project.settings.runs_dir).unreadable(claim):
         print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
               file=sys.stderr)
     return 0
 
 
+RECENT_RUNS = 10
+"""How many runs `reprobook status` alone lists (-n changes it)."""
+
+
+def _when(created) -> str:
+    """A manifest's ``created`` (ISO 8601) as ``YYYY-MM-DD HH:MM`` in UTC; what it holds as it is when not a time."""
+    try:
+        t = dt.datetime.fromisoformat(str(created))
+    except ValueError:
+        return str(created or "-")
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc)
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _recent_runs(args) -> int:
+    """``status`` alone: the newest runs of the store, one line each, from the local disk (no host is asked)."""
+    import textwrap
+    from reprobook.core.runs import RunStore
+    project = _project()
+    store = RunStore(project.settings.runs_dir)
+    runs = store.runs()[::-1]   # the store's order is oldest first
+    for path in store.unreadable():
+        print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
+              file=sys.stderr)
+    if not runs:
+        print("\n".join(textwrap.wrap(f"no runs recorded yet in the run store {project.settings.runs_dir}: "
+                                      f"`reprobook run PAPER/CLAIM` makes one (`reprobook claims` lists the claims)",
+                                      _width(), break_on_hyphens=False)))
+        return 0
+    shown = runs[:args.n or RECENT_RUNS]
+    rows = [{"run id": r.id, "claim": f"{r.manifest.get('paper')}/{r.manifest.get('claim')}",
+             "scale": r.manifest.get("scale") or (r.manifest.get("parameters") or {}).get("scale") or "-",
+             "state": r.status + (" (stale)" if r.stale else ""), "when (UTC)": _when(r.manifest.get("created")),
+             "verdict": r.manifest.get("verdict") or "-"} for r in shown]
+    cols = ["run id", "claim", "scale", "state", "when (UTC)", "verdict"]
+    width = _width()
+    if _print_fitted(rows, cols, width, flexible={"claim": (12, 1)}, drop=("claim",)) is None:
+        for r in rows:   # the run ids are too long for a table: each run on two lines, its id whole (to copy)
+            print(_cell(r["run id"]))
+            print("\n".join(textwrap.wrap(", ".join(
+                [_cell(r["claim"]) + ("" if r["scale"] == "-" else f" at {_cell(r['scale'])} scale"), _cell(r["state"])]
+                + ([] if r["verdict"] == "-" else [_cell(r["verdict"])]) + [f"made {_cell(r['when (UTC)'])} UTC"]),
+                width, initial_indent="  ", subsequent_indent="    ")))
+    notes = []
+    if len(runs) > len(shown):
+        notes.append(f"(the newest {len(shown)} of {len(runs)} runs: -n {len(runs)} lists them all)")
+    if any(r.stale for r in shown):
+        notes.append("(stale: recorded as in progress, but the process working on it is gone; "
+                     "`reprobook status RUN_ID` asks the host and repairs it)")
+    for note in notes:
+        print("\n".join(textwrap.wrap(note, width)))
+    return 0
+
+
 def cmd_status(args) -> int:
+    if args.run_id is None:
+        return _recent_runs(args)
+    if args.n is not None:
+        raise ReprobookError(f"-n {args.n} counts the runs `reprobook status` lists without a run id; with one "
+                             f"({args.run_id}) it shows that run alone")
     from reprobook.remote.live import repair, status
     from reprobook.core.runs import RunStore
     project = _project()
     run = RunStore(project.settings.runs_dir).load(args.run_id)
     for line in repair(project, run):  # a process killed half-way left it: what the disk and the host say
-        print(f"repaired: {line}")
-    print(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source {run.manifest.get('source')}, "
-          f"recorded status {run.status}")
+        print(f"repaired: {printable(line)}")
+    print(printable(f"run {run.id}: {run.manifest['paper']}/{run.manifest['claim']}, source "
+                    f"{run.manifest.get('source')}, recorded status {run.status}"))
     if run.manifest.get("source") == "live" and run.status not in ("succeeded",):
         _, st = status(project, args.run_id)
-        print(f"on host {run.manifest['host']}: {st.state}, {st.elapsed_s:.0f} s elapsed"
-              + (f", exit code {st.exit_code}" if st.exit_code is not None else ""))
+        print(printable(f"on host {run.manifest['host']}: {st.state}, {st.elapsed_s:.0f} s elapsed"
+                        + (f", exit code {st.exit_code}" if st.exit_code is not None else "")))
         if st.step:
-            print(f"current step: {st.step}")
-        if st.log_tail:
-            print("last lines of the log:\n" + "\n".join("  " + l for l in st.log_tail.rstrip().splitlines()))
+            print(f"current step: {printable(st.step)}")
+        if st.log_tail:  # the host's log, line by line as text (a carriage return or an escape shown, not obeyed)
+            print("last lines of the log:\n" + "\n".join("  " + printable(l.rstrip("\r"))
+                                                          for l in st.log_tail.rstrip().split("\n")))
     return 0
 
 
@@ -350,15 +499,15 @@ def cmd_attach(args) -> int:
 
 def _waiting_for(run):
     def tell(holder) -> None:
-        print(f"reprobook: run {run.id} is being worked on by {holder or 'another process'}; waiting for it to "
-              f"finish", file=sys.stderr, flush=True)
+        print(printable(f"reprobook: run {run.id} is being worked on by {holder or 'another process'}; waiting "
+                        f"for it to finish"), file=sys.stderr, flush=True)
     return tell
 
 
 def cmd_cancel(args) -> int:
     from reprobook.remote.live import cancel
     st = cancel(_project(), args.run_id)
-    print(f"run {args.run_id}: {st.state}")
+    print(printable(f"run {args.run_id}: {st.state}"))
     return 0
 
 
@@ -373,15 +522,17 @@ def cmd_check_host(args) -> int:
     t0 = time.monotonic()
     with open_host(spec, project.settings) as host:
         facts = host.facts([c.requires for c in claims])  # one round trip for every claim's commands
-    print(f"host {args.host}: reachable ({time.monotonic() - t0:.2f} s)")
-    for k, v in facts.as_dict().items():
-        print(f"  {k}: {v}")
+    print(f"host {printable(args.host)}: reachable ({time.monotonic() - t0:.2f} s)")
+    for k, v in facts.as_dict().items():  # what the host said about itself: text, whatever it holds
+        print(f"  {printable(k)}: {printable(v)}")
     if facts.smt == "unknown":
-        print(f"  (SMT state unknown: {facts.smt_detail}; a claim that asks for SMT on or off falls short here)")
+        print(f"  (SMT state unknown: {printable(facts.smt_detail)}; a claim that asks for SMT on or off falls short "
+              f"here)")
     worst = 0
     for c in claims:
         short = shortfalls(facts, c.requires)  # this claim's requirements only, its own commands included
-        print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+        print(f"{c.key}: " + ("meets the requirements" if not short else "falls short: "
+                              + printable("; ".join(short))))
         worst = max(worst, 1 if short else 0)
     return worst
 
@@ -400,7 +551,8 @@ def _placed(project, claim, target: str):
             first = first or exc
             continue
         if scale not in (None, "paper"):
-            print(f"{target}: judged by the roles of {claim.key} at its {scale} scale (the paper's take more hosts)")
+            print(printable(f"{target}: judged by the roles of {claim.key} at its {scale} scale (the paper's take "
+                            f"more hosts)"))
         return at, placement
     raise first
 
@@ -417,15 +569,16 @@ def _check_cluster(project, args) -> int:
     try:
         sv = survey(project, claim, placement, allow_insufficient=True)
     except PlacementRefused as exc:
-        print(exc.message)
+        print(printable(exc.message, lines=True))
         return 1
     with sv:
-        print(f"cluster {args.host}: {len(placement.hosts)} hosts reachable ({time.monotonic() - t0:.2f} s, in parallel)")
+        print(printable(f"cluster {args.host}: {len(placement.hosts)} hosts reachable "
+                        f"({time.monotonic() - t0:.2f} s, in parallel)"))
         for name in placement.hosts:
             short = sv.shortfalls.get(name)
             f = sv.facts[name]
-            print(f"  {name} ({', '.join(placement.roles_of(name))}): {f.get('cpus')} CPUs, "
-                  + ("meets the requirements" if not short else "falls short: " + "; ".join(short)))
+            print(printable(f"  {name} ({', '.join(placement.roles_of(name))}): {f.get('cpus')} CPUs, "
+                            + ("meets the requirements" if not short else "falls short: " + "; ".join(short))))
     print(f"{claim.key}: " + ("every host meets its role's requirements" if not sv.shortfalls else
                               f"{len(sv.shortfalls)} host(s) fall short"))
     return 1 if sv.shortfalls else 0
@@ -454,8 +607,8 @@ def cmd_import(args) -> int:
     run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
                        params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
-    print(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
-          f"(source auto), or name it: --source {run.id}")
+    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
+                    f"(source auto), or name it: --source {run.id}"))
     if not facts:
         print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
               "will be inconclusive")
@@ -495,6 +648,17 @@ def cmd_book(args) -> int:
 
 # --------------------------------------------------------------------------- parser
 
+def _positive(text: str) -> int:
+    """An argument that counts something: a whole number, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give a whole number, 1 or more")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reprobook",
@@ -506,8 +670,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("claims", help="list the claims", description="List every claim with its paper "
-                       "references, machine needs and the expected time of a live run.", epilog=CLAIMS_JSON)
+                       "references, machine needs and the expected time of a live run, in a table that fits the "
+                       "terminal (100 columns, or $COLUMNS, when the output is not a terminal): long cells are cut "
+                       "and, the narrower the terminal, the references, machine and authors' outputs columns left "
+                       "out, then each claim on lines of its own; -v shows every field of each claim in full.",
+                       epilog=CLAIMS_JSON)
     s.add_argument("paper", nargs="?", help="only this paper (e.g. aardvark)")
+    s.add_argument("-v", "--verbose", action="store_true", help="each claim with every field in full, wrapped to "
+                   "the terminal")
     s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_claims)
 
@@ -522,12 +692,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "--hosts: each on a host that meets its requirements, in parallel (one claim at a time per host)")
     s.add_argument("--hosts", metavar="A,B,C", help="with --all: the pool of hosts from configs/hosts.yaml")
     s.add_argument("--source", default="auto",
-                   help="auto (latest recorded run, else the authors' outputs), reference, live, a run id, or "
-                        "run ids joined with + to judge their outputs together (default: auto)")
+                   help="auto (the latest successful run with these parameters, the scale among them, else the "
+                        "authors' outputs: -p scale rehearsal picks the latest rehearsal), reference, live, a run id, "
+                        "or run ids joined with + to judge their outputs together (default: auto)")
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml for a live run "
                                                      "(default: local); a cluster gives each of the claim's roles its hosts")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+                   help="a claim parameter, e.g. -p trials 3 (repeatable); its type and, when the claim declares "
+                        "one, its pattern are checked before anything runs")
     s.add_argument("--new", action="store_true", help="live: start a fresh run rather than attach to the "
                                                        "earlier one with the same parameters")
     s.add_argument("--allow-insufficient-host", action="store_true",
@@ -542,11 +714,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "check and a plot, valid from the start), lib/reprobook/papers/PAPER/ (a loader of "
                                    "benchmark,value CSVs that declares its columns), notebooks/PAPER/CLAIM.ipynb (the "
                                    "claim's page) and book/PAPER/index.ipynb with its entry in _toc.yml. Nothing is "
-                                   "overwritten. The book's page \"Adding a paper\" says what to edit next.")
-    s.add_argument("paper", help="the paper's id: lower-case letters, digits and dashes (e.g. mypaper)")
+                                   "overwritten, and the input is checked before anything is written: a refusal "
+                                   "(exit 2) leaves the project as it was. The book's page \"Adding a paper\" says "
+                                   "what to edit next.")
+    s.add_argument("paper", help="the paper's id: lower-case letters, digits and dashes, starting with a letter "
+                                 "(e.g. mypaper); not a Python keyword (import, class), not a word YAML reads as a "
+                                 "boolean or null (yes, no, on, off, true, null), not a paper the project has")
     s.add_argument("--claim", default="first-claim", help="the first claim's id (default: first-claim)")
-    s.add_argument("--title", help="the paper's title")
-    s.add_argument("--venue", help="where and when it appeared, e.g. 'SOSP 2025'")
+    s.add_argument("--title", help="the paper's title (one line)")
+    s.add_argument("--venue", help="where and when it appeared, one line, e.g. 'SOSP 2025'")
     s.set_defaults(func=cmd_new)
 
     s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",
@@ -559,17 +735,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", default="live", help="live (default), auto, reference, or a run id")
     s.add_argument("--host", default="local", help="host or cluster from configs/hosts.yaml (default: local)")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="a claim parameter, e.g. -p trials 3 (repeatable)")
+                   help="a claim parameter, e.g. -p trials 3 (repeatable); its type and, when the claim declares "
+                        "one, its pattern are checked before anything runs")
     s.add_argument("--new", action="store_true", help="the plan of a fresh run (a new run id)")
     s.add_argument("--json", action="store_true", help="the plan as JSON (the fields of the manifest's `plan`)")
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("report", help="write the evaluator's report of a paper (Markdown and JSON)",
-                       description="Judge every claim of a paper from its latest run (else the authors' shipped "
-                                   "outputs) and write PAPER-report.md, for a review form, and PAPER-report.json "
+                       description="Judge every claim of a paper with --source auto (its latest run at the "
+                                   "paper's scale with the paper's parameters, else the authors' shipped outputs), "
+                                   "weigh beside it the latest successful run at each scale (a rehearsal among "
+                                   "them), each judged at its own scale, and write PAPER-report.md, for a review form, and PAPER-report.json "
                                    "(schema: lib/reprobook/core/schemas/report.json): per claim the verdict, margin, "
                                    "source, runs, the host's facts and how they differ from the authors' machine, "
-                                   "and the ACM badge the evidence supports, with the reason.")
+                                   "the evidence with the badge each piece counts toward, and per ACM badge whether "
+                                   "it is supported and what it still needs. A successful run counts toward "
+                                   "Functional at any scale and toward Reproduced only at the paper's; the authors' "
+                                   "outputs toward neither; Available needs the artifact's DOI in the paper file "
+                                   "(artifact_doi). With redact_hosts, hosts, users and machines are withheld.")
     s.add_argument("paper", help="e.g. aardvark")
     s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
     s.set_defaults(func=cmd_report)
@@ -580,9 +763,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="JSON for scripts (fields below)")
     s.set_defaults(func=cmd_runs)
 
-    s = sub.add_parser("status", help="show a run's state", description="Show a run's recorded state and, for a "
-                       "live run still going, its state on the host, current step and last log lines.")
-    s.add_argument("run_id")
+    s = sub.add_parser("status", help="list the recent runs, or show one run's state",
+                       description="Without a run id: the newest runs of the run store (ten, or -n), newest first, "
+                                   "each with its claim, scale, recorded state, when it was made (UTC) and its "
+                                   "verdict once it has one, from the local disk alone. With a run id: that run's "
+                                   "recorded state and, for a live run still going, its state on the host, current "
+                                   "step and last log lines.")
+    s.add_argument("run_id", nargs="?", help="the run to show (`reprobook runs` or `reprobook status` lists them)")
+    s.add_argument("-n", type=_positive, metavar="N", help=f"without a run id: list the newest N runs "
+                   f"(default: {RECENT_RUNS})")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("attach", help="wait for a live run, fetch it and print its verdict",
@@ -773,7 +962,7 @@ def _main(argv=None) -> int:
     try:
         return args.func(args)
     except ReprobookError as exc:
-        print(f"reprobook: error: {exc}", file=sys.stderr)
+        print(f"reprobook: error: {printable(exc, lines=True)}", file=sys.stderr)  # errors quote run data too
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("\nreprobook: interrupted. A live run goes on on its host; `reprobook attach RUN_ID` resumes.",

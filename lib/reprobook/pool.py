@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Mapping, TextIO
 
 from reprobook.core.config import Claim, Project
 from reprobook.errors import ConfigError, ReprobookError
+from reprobook.formats.terminal import printable
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,7 @@ class ProgressView:
         self._thread: threading.Thread | None = None
 
     def set(self, key: str, state: str) -> None:
+        state = printable(state)  # drawn on a terminal: text, never an escape sequence
         with self._lock:
             if state == "running" and key not in self.started:
                 self.started[key] = time.monotonic()

@@ -160,52 +160,143 @@ def build_stamp(root: str | Path | None = None) -> str:
 
 SCHEMA = Path(__file__).parent / "core" / "schemas" / "report.json"
 BADGES = ("Available", "Functional", "Reproduced")
-"""The ACM artifact badges a report suggests, lowest first."""
+"""The ACM artifact badges a report weighs. ACM awards them separately: *Available* is about where the artifact is
+kept, *Functional* about whether it runs, *Reproduced* about whether its results come out again."""
 
 
-def suggest_badge(claim, outputs, verdict, *, public: bool) -> tuple[str | None, str]:
-    """The ACM badge the evidence for one claim supports, and why (what would earn the next one).
+def _same(value):
+    return value
 
-    Only a run of the experiment counts toward *Functional* (it ran, whatever its verdict or
-    scale) and *Reproduced* (it ran at the paper's scale on a host meeting the claim's
-    requirements, and the claim holds). Judging the authors' shipped outputs shows that the
-    published numbers match the authors' own files, which is neither: at most *Available*.
+
+def counts_toward(claim, outputs, verdict, *, paper_params=None, scrub=_same) -> tuple[str | None, str]:
+    """The badge one piece of evidence (``outputs`` judged into ``verdict``) counts toward, and why.
+
+    A successful run of the experiment counts toward *Functional* (it ran end to end, whatever its verdict), and
+    toward *Reproduced* only at the paper's scale, with the paper's parameters (``paper_params``, the claim's
+    defaults; None: not compared), on a host meeting the claim's requirements, with the claim holding. A rehearsal
+    (any scale other than the paper's) counts toward *Functional*, never *Reproduced*. Judging the authors' shipped
+    outputs shows whether the published numbers match the authors' own files: it counts toward neither.
+    ``scrub`` (redaction) is applied to what the run says (the verdict's reason, the host's shortfalls).
     """
     from reprobook.core.checks import Verdict
-    available = ("the artifact's repositories are public and pinned to commits" if public else "")
+    from reprobook.core.scales import PAPER
     kind = outputs.kind if outputs.available else "none"
-    if kind in ("none", "reference"):
-        if kind == "reference":
-            shows = {Verdict.HOLDS: "that shows the published numbers match the authors' own files",
-                     Verdict.FAILS: "the authors' own files do not support the published numbers",
-                     }.get(verdict.verdict, "the authors' own files could not settle the published numbers")
-            why = (f"only the authors' shipped outputs were judged ({verdict.says}): {shows}, which says nothing of "
-                   f"whether the experiment runs or reproduces; a run of the experiment is needed for Functional or "
-                   f"Reproduced")
-        else:
-            why = ("no run of the experiment is recorded, and no shipped outputs were judged"
-                   + (" (they could not be obtained)" if claim.reference else " (the authors ship none)"))
-        return ("Available", f"{available}; {why}") if public else (None, why)
+    if kind == "none":
+        return None, "nothing was judged: no run of the experiment is recorded, and no shipped outputs were"
+    if kind == "reference":
+        shows = {Verdict.HOLDS: "that shows the published numbers match the authors' own files",
+                 Verdict.FAILS: "the authors' own files do not support the published numbers",
+                 }.get(verdict.verdict, "the authors' own files could not settle the published numbers")
+        return None, (f"the authors' shipped outputs were judged ({verdict.says}): {shows}, which says nothing of "
+                      f"whether the experiment runs or reproduces")
+    if verdict.verdict is Verdict.NOT_RUN:
+        return None, f"run {outputs.run_id} was recorded, but nothing in it could be judged"
     ran = f"run {outputs.run_id}" + (" (imported: done by hand)" if kind == "import" else "")
-    scale = outputs.scale
-    if scale and scale != "paper":
-        return "Functional", (f"{ran} ran the artifact end to end at the {scale} scale; a run at a scale other than "
-                              f"the paper's counts toward Functional, never Reproduced")
+    scale = outputs.scale or PAPER
+    if scale != PAPER:
+        return "Functional", (f"{ran} ran the artifact end to end at the {scale} scale (its verdict there: {verdict.says}); "
+                              f"a run at a scale other than the paper's counts toward Functional, never Reproduced")
+    if paper_params is not None:
+        from reprobook.core.plan import make_plan
+        from reprobook.errors import ConfigError
+        try:
+            theirs = dict(make_plan(claim, outputs.parameters).params)
+        except ConfigError:
+            theirs = dict(outputs.parameters)
+        other = {k: v for k, v in theirs.items() if paper_params.get(k) != v}
+        if other:
+            from reprobook.sources import params_words
+            return "Functional", (f"{ran} ran at the paper's scale but with parameters other than the paper's "
+                                  f"({scrub(params_words(other))}), so its numbers are not the paper's experiment")
     if outputs.shortfalls:
-        return "Functional", (f"{ran} ran on a host short of the claim's requirements ({'; '.join(outputs.shortfalls)}), "
-                              f"so its numbers are not comparable with the paper's")
+        return "Functional", (f"{ran} ran on a host short of the claim's requirements "
+                              f"({scrub('; '.join(outputs.shortfalls))}), so its numbers are not comparable with the "
+                              f"paper's")
     if verdict.verdict is not Verdict.HOLDS:
-        return "Functional", f"{ran} ran, but the claim {verdict.says}: {verdict.reason}"
-    return "Reproduced", f"{ran} at the paper's scale: the claim holds ({verdict.reason})"
+        return "Functional", f"{ran} ran at the paper's scale, but the claim {verdict.says}: {scrub(verdict.reason)}"
+    return "Reproduced", (f"{ran} ran at the paper's scale with the paper's parameters on a host meeting the "
+                          f"claim's requirements, and the claim holds ({scrub(verdict.reason)})")
 
 
-def _claim_entry(project_, claim, store) -> dict:
+def _evidence_entry(claim, outputs, verdict, *, judged: bool, paper_params, scrub) -> dict:
+    toward, why = counts_toward(claim, outputs, verdict, paper_params=paper_params, scrub=scrub)
+    kind = outputs.kind if outputs.available else "none"
+    return {"run": outputs.run_id, "source": kind, "scale": (outputs.scale or "paper") if outputs.run_id else None,
+            "verdict": str(verdict.verdict), "wording": verdict.says, "reason": scrub(verdict.reason),
+            "judged": judged, "counts_toward": toward, "why": why}
+
+
+def _how_to_run(claim) -> str:
+    from reprobook.core.scales import REHEARSAL
+    if not claim.runs_live:
+        return f"run its steps by hand and record their outputs with reprobook import {claim.key}"
+    if REHEARSAL in claim.scales:
+        return (f"a rehearsal on a small host will do (reprobook run {claim.key} --source live -p scale rehearsal "
+                f"--host HOST)")
+    return f"reprobook run {claim.key} --source live --host HOST"
+
+
+def claim_badges(paper, claim, evidence: list[dict]) -> dict:
+    """Per ACM badge: whether the evidence supports it for ``claim``, why, and what it still needs (None when
+    nothing)."""
+    doi = paper.artifact_doi
+    repos = len(paper.repositories_for(claim))
+    available = ({"supported": True, "why": f"the paper file records the artifact's archival copy, DOI {doi}",
+                  "needs": None} if doi else
+                 {"supported": False,
+                  "why": "the paper file records no archival copy of the artifact" + (
+                      f"; its {'repository' if repos == 1 else f'{repos} repositories'}, pinned to commits, "
+                      f"{'is' if repos == 1 else 'are'} where it is developed, which ACM does not count as archival"
+                      if repos else ""),
+                  "needs": f"an archival copy of the artifact with a persistent identifier (a DOI, e.g. from Zenodo), "
+                           f"recorded as artifact_doi in configs/papers/{paper.id}.yaml"})
+    functional = [e for e in evidence if e["counts_toward"] in ("Functional", "Reproduced")]
+    reproduced = [e for e in evidence if e["counts_toward"] == "Reproduced"]
+    at_paper = [e for e in functional if e["scale"] == "paper"]
+    if functional:
+        ran = "; ".join(f"run {e['run']} at the {e['scale']} scale ({e['wording']})" for e in functional)
+        func = {"supported": True, "why": f"{ran}: the artifact ran end to end", "needs": None}
+    else:
+        judged = next((e["why"] for e in evidence), "nothing was judged")
+        func = {"supported": False, "why": judged,
+                "needs": f"a successful run of the experiment, at any scale: {_how_to_run(claim)}"}
+    if reproduced:
+        repro = {"supported": True, "why": "; ".join(e["why"] for e in reproduced), "needs": None}
+    else:
+        needs = "; ".join(claim.requires.describe()) or "none stated"
+        repro = {"supported": False,
+                 "why": ("; ".join(e["why"] for e in at_paper) if at_paper else
+                         "no run at the paper's scale is recorded" + (" (only at other scales)" if functional else "")),
+                 "needs": (f"a run at the paper's scale with the paper's parameters, on a host meeting the claim's "
+                           f"requirements ({needs}), in which the claim holds")}
+    return {"Available": available, "Functional": func, "Reproduced": repro}
+
+
+def _claim_entry(project_, claim, scrub) -> dict:
+    from reprobook.core.plan import make_plan
     from reprobook.core.requirements import differences
+    from reprobook.core.runs import RunStore
+    from reprobook import sources
+    from reprobook.api import check, load
+    from reprobook.errors import ReprobookError
+    store = RunStore(project_.settings.runs_dir)
     ev = evaluate(claim)
     o, v = ev.outputs, ev.verdict
     paper = project_.paper(claim.paper)
-    public = all(r.url.startswith("https://") for r in paper.repositories_for(claim))
-    badge, why = suggest_badge(claim, o, v, public=public)
+    paper_params = dict(make_plan(claim, None).params)
+    evidence = []
+    if o.available:
+        evidence.append(_evidence_entry(claim, o, v, judged=True, paper_params=paper_params, scrub=scrub))
+    latest, _ = sources.latest_by_scale(project_, claim)
+    for outputs in latest.values():   # the latest run at each scale, when auto judged another
+        if outputs.run_id == o.run_id:
+            continue
+        try:
+            verdict = check(claim, load(claim, outputs), outputs)
+        except ReprobookError:   # its loader read it a moment ago: a file changed since; it weighs nothing
+            continue
+        evidence.append(_evidence_entry(claim, outputs, verdict, judged=False, paper_params=paper_params,
+                                        scrub=scrub))
     run = store.load(o.run_id) if o.run_id else None
     facts = dict(o.host_facts) or None
     host = run.manifest.get("host") if run is not None else None
@@ -214,8 +305,8 @@ def _claim_entry(project_, claim, store) -> dict:
     return {
         "claim": claim.key, "title": claim.title, "statement": claim.statement, "refs": list(claim.refs),
         "verdict": str(v.verdict), "wording": v.says, "margin": v.margin if v.margin_words != "n/a" else None,
-        "reason": v.reason, "source": o.source if o.available else "none",
-        "source_detail": o.label if o.available else o.detail,
+        "reason": scrub(v.reason), "source": o.source if o.available else "none",
+        "source_detail": scrub(o.label if o.available else o.detail),
         "scale": o.scale if o.available else None,
         "judged_run": o.run_id,
         "runs": [{"id": r.id, "source": r.manifest.get("source"), "host": r.manifest.get("host"),
@@ -223,103 +314,77 @@ def _claim_entry(project_, claim, store) -> dict:
                   "created": r.manifest.get("created")} for r in store.runs(claim)],
         "host": host, "host_facts": facts,
         "authors_machine": dict(claim.authors_machine),
-        "differences": differences(facts, claim.authors_machine) if facts else [],
-        "requirement_shortfalls": list(o.shortfalls),
-        "warnings": list(v.warnings),
-        "findings": list(v.findings),
-        "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": c.reason, "judged_on": c.judged_on}
-                   for c in v.checks],
-        "badge": {"suggested": badge, "reason": why},
+        "differences": scrub(differences(facts, claim.authors_machine)) if facts else [],
+        "requirement_shortfalls": scrub(list(o.shortfalls)),
+        "warnings": scrub(list(v.warnings)),
+        "findings": scrub(list(v.findings)),
+        "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": scrub(c.reason),
+                    "judged_on": scrub(c.judged_on)} for c in v.checks],
+        "evidence": evidence,
+        "badges": claim_badges(paper, claim, evidence),
     }
+
+
+def paper_badges(paper, claims: list[dict]) -> dict:
+    """Per ACM badge, for the paper: supported when every claim's evidence supports it, with the claims that do not
+    and what the first of them still needs."""
+    out = {}
+    for badge in BADGES:
+        missing = [c for c in claims if not c["badges"][badge]["supported"]]
+        if not claims:
+            out[badge] = {"supported": False, "reason": "the paper has no claims", "held_back_by": []}
+        elif not missing:
+            out[badge] = {"supported": True, "reason": f"every claim supports it ({len(claims)})", "held_back_by": []}
+        elif badge == "Available":
+            out[badge] = {"supported": False, "reason": missing[0]["badges"][badge]["needs"],
+                          "held_back_by": [c["claim"] for c in missing]}
+        else:
+            out[badge] = {"supported": False,
+                          "reason": f"{len(claims) - len(missing)} of {len(claims)} claims support it",
+                          "held_back_by": [c["claim"] for c in missing]}
+    return out
 
 
 def paper_report(paper_id: str) -> dict:
     """The evaluator's report of one paper, as a JSON-able dict valid against ``schemas/report.json``.
 
-    Per claim: the verdict (as worded on its page), margin, source, the run judged and every run
-    recorded, the host's facts and how they differ from the authors' machine as the paper file
-    states it, and the ACM badge the evidence supports with the reason (`suggest_badge`). For the
-    paper: the badge every claim supports.
+    Per claim: the verdict (as worded on its page, from ``--source auto``), margin, source, the run judged and every
+    run recorded, the host's facts and how they differ from the authors' machine as the paper file states it; the
+    evidence (what ``auto`` judged, and the latest successful run at each scale, each judged at its own scale) with
+    the badge each counts toward (`counts_toward`); and per ACM badge whether the evidence supports it, why, and what
+    it still needs (`claim_badges`). For the paper: each badge, supported when every claim supports it.
+
+    With redaction on (``redact_hosts``) no host, user, machine description or local directory is named
+    (`reprobook.core.redaction`): the fields naming them are withheld, and in what the runs say each is withheld
+    where it stands as a name.
     """
     import datetime as dt
 
     from reprobook import __version__
+    from reprobook.core.redaction import known_names
     from reprobook.core.runs import RunStore
     proj = project()
     paper = proj.paper(paper_id)
-    store = RunStore(proj.settings.runs_dir)
-    claims = [_claim_entry(proj, c, store) for c in paper.claims.values()]
-    rank = {b: i for i, b in enumerate(BADGES)}
-    lowest = min(claims, key=lambda c: rank.get(c["badge"]["suggested"], -1)) if claims else None
-    suggested = lowest["badge"]["suggested"] if lowest else None
-    held_back = [c["claim"] for c in claims if c["badge"]["suggested"] == suggested] if suggested != "Reproduced" else []
-    data = {
-        "report": "reprobook evaluator's report", "version": 1,
+    redactor = known_names(proj, RunStore(proj.settings.runs_dir)) if proj.settings.redact_hosts else None
+    claims = [_claim_entry(proj, c, redactor or _same) for c in paper.claims.values()]
+    if redactor is not None:
+        for c in claims:
+            c["host"] = redactor.field(c["host"])
+            c["host_facts"] = redactor.facts(c["host_facts"])
+            for r in c["runs"]:
+                r["host"] = redactor.field(r["host"])
+    return {
+        "report": "reprobook evaluator's report", "version": 2,
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "reprobook": __version__, "stamp": build_stamp(proj.root),
-        "paper": {"id": paper.id, "title": paper.title, "venue": paper.venue, "guide": paper.guide},
+        "paper": {"id": paper.id, "title": paper.title, "venue": paper.venue, "guide": paper.guide,
+                  "artifact_doi": paper.artifact_doi or None},
         "repositories": [{"name": r.name, "url": r.url, "commit": r.commit} for r in paper.repositories.values()],
         "claims": claims,
         "verdicts": {k: sum(c["verdict"] == k for c in claims) for k in ("holds", "fails", "inconclusive", "not run")},
         "findings": sum(len(c["findings"]) for c in claims),
-        "badge": {"suggested": suggested,
-                  "reason": ("every claim supports it" if suggested == "Reproduced" else
-                             f"the badge every claim supports; held at {suggested or 'none'} by "
-                             + ", ".join(held_back)) if claims else "the paper has no claims"},
+        "badges": paper_badges(paper, claims),
     }
-    return redacted(data, proj, store) if proj.settings.redact_hosts else data
-
-
-WITHHELD = "(withheld)"
-_NOT_SECRET = {"local", "localhost", "root", "none", "unknown"}
-
-
-def _sensitive(proj, store) -> list[str]:
-    """What a redacted report must not contain: the hosts and users of hosts.yaml and of every recorded run (as
-    launched and as probed), the machine descriptions of imported runs, and the local directories (project, run
-    store, home). Longest first, so that a name inside another is replaced with it."""
-    from reprobook.errors import ConfigError
-    found = {str(proj.root), str(Path(proj.settings.runs_dir).resolve()), str(proj.settings.runs_dir), str(Path.home())}
-    for spec in proj.hosts.hosts.values():
-        if spec.is_local:
-            continue
-        try:
-            user, host, _ = spec.target()
-        except ConfigError:
-            user, host = None, spec.ssh
-        found |= {spec.name, spec.ssh, host, user or ""}
-    for run in store.runs():
-        m = run.manifest
-        found |= {str(m.get("host") or ""), str((m.get("imported") or {}).get("machine") or "")}
-        for facts in (m.get("host_facts") or {}).values():
-            if isinstance(facts, dict):
-                found |= {str(facts.get("hostname") or ""), str(facts.get("user") or "")}
-    return sorted((f for f in found if len(f) >= 3 and f.lower() not in _NOT_SECRET), key=len, reverse=True)
-
-
-def redacted(data: dict, proj, store) -> dict:
-    """The report ``data`` as redaction (``REPROBOOK_REDACT_HOSTS``) wants it: no host, user, machine description
-    or local path, in any field (the hosts and the facts naming them withheld, and any string mentioning one)."""
-    secrets = _sensitive(proj, store)
-
-    def scrub(value):
-        if isinstance(value, str):
-            for secret in secrets:
-                value = value.replace(secret, WITHHELD)
-            return value
-        if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [scrub(v) for v in value]
-        return value
-    out = scrub(data)
-    for c in out["claims"]:
-        c["host"] = WITHHELD if c.get("host") else c.get("host")
-        for r in c["runs"]:
-            r["host"] = WITHHELD if r.get("host") else r.get("host")
-        if c.get("host_facts"):
-            c["host_facts"] = {k: (WITHHELD if k in ("hostname", "user") and v else v) for k, v in c["host_facts"].items()}
-    return out
 
 
 def validate_report(data: dict) -> None:
@@ -330,40 +395,67 @@ def validate_report(data: dict) -> None:
     jsonschema.validate(data, json.loads(SCHEMA.read_text()))
 
 
-def report_markdown(data: dict) -> str:
-    """The report as Markdown, for pasting into a review form.
+def _sentence(s: str) -> str:
+    s = s.rstrip()
+    return s if s.endswith((".", "!", "?")) else s + "."
 
-    What comes from runs (sources, hosts, facts, reasons, warnings) is written as text (`reprobook.book.text`):
-    a review form renders Markdown too, and a run's strings must not become links, images or markup there.
+
+def report_markdown(data: dict) -> str:
+    """The report as Markdown, for pasting into a review form; it reads as plain text too.
+
+    What comes from runs (sources, hosts, facts, reasons, warnings) goes through `reprobook.book.text.plain`: a review
+    form renders Markdown, and a run's strings must not become links, images or markup there, while the report's own
+    sentences are written as they read.
     """
-    from reprobook.book.text import code, text as t
+    from reprobook.book.text import code, plain as t
     p = data["paper"]
-    lines = [f"# Artifact evaluation: {p['title']}", "", f"*{p['venue']}.* {data['stamp']}", "",
-             f"**Suggested badge for the paper: {data['badge']['suggested'] or 'none'}** — {data['badge']['reason']}.",
-             "", "| claim | verdict | margin | source | suggested badge |", "|---|---|---|---|---|"]
+    lines = [f"# Artifact evaluation: {p['title']}", "", f"*{p['venue']}.* {data['stamp']}", ""]
+    have = [b for b in BADGES if data["badges"][b]["supported"]]
+    lines += ["**Badges the evidence supports for the whole paper:** " + (", ".join(have) or "none yet") + ".", ""]
+    for b in BADGES:
+        pb = data["badges"][b]
+        held = pb["held_back_by"]
+        lines.append(f"- {b}: " + ("supported; " if pb["supported"] else "not yet; ") + _sentence(t(pb["reason"]))
+                     + (f" Held back by {', '.join(held)}." if held and b != "Available" else ""))
+    lines += ["", "| claim | verdict | margin | judged | " + " | ".join(BADGES) + " |",
+              "|---|---|---|---|" + "---|" * len(BADGES)]
     for c in data["claims"]:
-        margin = margin_words(c["margin"])
-        lines.append(f"| {c['title']} | {c['wording']} | {margin} | {t(c['source'])} | {c['badge']['suggested'] or '—'} |")
+        marks = " | ".join("yes" if c["badges"][b]["supported"] else "no" for b in BADGES)
+        lines.append(f"| {t(c['title'])} | {t(c['wording'])} | {margin_words(c['margin'])} | {t(c['source'])} | "
+                     f"{marks} |")
     lines += ["", "Repositories: " + "; ".join(f"[{r['url']}]({r['url']}) at `{r['commit'][:12]}`"
-                                                for r in data["repositories"]) + ".", ""]
+                                                for r in data["repositories"]) + "."
+              + (f" Archived as DOI {p['artifact_doi']}." if p.get("artifact_doi") else
+                 " No archival copy (DOI) is recorded."), ""]
     for c in data["claims"]:
         lines += [f"## {c['title']}", "", f"**Claim** ({', '.join(c['refs'])}). {c['statement']}", ""]
         if c["verdict"] == "not run":
-            lines += [f"**Verdict: not run.** {t(c['source_detail'])}", ""]
+            lines += [f"**Verdict: not run.** {_sentence(t(c['source_detail']))}", ""]
         else:
             lines += [f"**Verdict: {c['wording']}**" + (f" (margin {margin_words(c['margin'])})"
-                                                        if c["margin"] is not None else "") + f". {t(c['reason'])}", "",
-                      f"**Source:** {t(c['source_detail'].rstrip('.'))}" + (f" (scale: {t(c['scale'])})" if c["scale"] else "")
-                      + ".", ""]
+                                                        if c["margin"] is not None else "") + f". {_sentence(t(c['reason']))}",
+                      "", f"**Source:** {t(c['source_detail'].rstrip('.'))}"
+                      + (f" (scale: {t(c['scale'])})" if c["scale"] else "") + ".", ""]
+        if c["evidence"]:
+            lines.append("**Evidence toward the badges:**")
+            for e in c["evidence"]:
+                what = (f"Run {code(e['run'])} at the {t(e['scale'])} scale" if e["run"]
+                        else "The authors' shipped outputs")
+                lines.append(f"- {what}" + (" (the verdict above)" if e["judged"] else "")
+                             + f": {t(e['wording'])}. Counts toward " + (e["counts_toward"] or "no badge")
+                             + f": {_sentence(t(e['why']))}")
+            lines.append("")
         if c["runs"]:
             lines += ["**Runs recorded:** " + "; ".join(f"{code(r['id'])} ({t(r['source'])}, {t(r['status'])}"
+                                                         + (f", {t(r['scale'])} scale" if r["scale"] else "")
                                                          + (f", {t(r['verdict'])}" if r["verdict"] else "") + ")"
                                                          for r in c["runs"]) + ".", ""]
         if c["host_facts"]:
-            f = {k: t(v) for k, v in c["host_facts"].items()}  # probed on the host: its words, as text
-            lines += [f"**Host:** {t(c['host'])}: {f.get('cpu_model') or 'CPU unknown'}, {f.get('cpus')} CPUs, SMT "
-                      f"{f.get('smt')}, {f.get('numa_nodes')} NUMA node(s), {f.get('mem_gib')} GiB, kernel "
-                      f"{f.get('kernel')}, {f.get('os')}.", ""]
+            f = {k: t(v) for k, v in c["host_facts"].items() if v not in (None, "")}  # probed: its words, as text
+            said = [f.get("cpu_model") or "CPU unknown"] + [
+                words.format(f[k]) for k, words in (("cpus", "{} CPUs"), ("smt", "SMT {}"), ("numa_nodes", "{} NUMA node(s)"),
+                                                    ("mem_gib", "{} GiB"), ("kernel", "kernel {}"), ("os", "{}")) if k in f]
+            lines += [f"**Host:** {t(c['host'])}: {', '.join(said)}.", ""]
         elif c["host"]:
             lines += [f"**Machine (described when imported):** {t(c['host'])}; its facts were not probed.", ""]
         if c["authors_machine"]:
@@ -372,10 +464,15 @@ def report_markdown(data: dict) -> str:
         if c["differences"]:
             lines += ["**Differs from the authors' machine:** " + "; ".join(map(t, c["differences"])) + ".", ""]
         for w in c["warnings"]:
-            lines += [f"**Caution:** {t(w)}", ""]
+            lines += [f"**Caution:** {_sentence(t(w))}", ""]
         for f in c.get("findings") or ():
-            lines += [f"**Finding about the artifact:** {t(f)}", ""]
-        lines += [f"**Suggested badge: {c['badge']['suggested'] or 'none'}** — {t(c['badge']['reason'])}.", ""]
+            lines += [f"**Finding about the artifact:** {_sentence(t(f))}", ""]
+        lines.append("**Badges:**")
+        for b in BADGES:
+            cb = c["badges"][b]
+            lines.append(f"- {b}: " + (f"supported: {_sentence(t(cb['why']))}" if cb["supported"] else
+                                       f"not yet: {_sentence(t(cb['why']))} Needs {_sentence(cb['needs'])}"))
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -13,18 +13,30 @@ It writes, for a paper ``PAPER`` and its first claim ``CLAIM``:
 The author then edits three of them by hand: the YAML (the claim, its numbers and checks), the
 loader (the artifact's real output format) and the prose (the page's and the chapter's words).
 The book's page "Adding a paper" walks through it.
+
+Everything is checked before anything is written: the ids (lower-case, and the paper's a Python package name that
+is no keyword, neither id a word YAML reads as a boolean or null, the paper not one the project has already), the
+title and venue (one line of text each; they reach the YAML through the YAML library, never by formatting). A
+failure once writing has begun (a full disk, or a paper file that does not load: a bug of this module) removes
+what was written and puts ``_toc.yml`` back as it was.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
+import shutil
 from pathlib import Path
+from typing import Any, Callable
 
 import nbformat
+import yaml
 
 from reprobook.errors import ConfigError
 
-_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_ID = re.compile(r"[a-z][a-z0-9-]{0,39}")
+# the words YAML 1.1 (PyYAML, Jupyter Book) or 1.2 reads as a boolean or null: as an id, `id: no` is False
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nil"})
 
 
 def _module(paper: str) -> str:
@@ -32,13 +44,13 @@ def _module(paper: str) -> str:
 
 
 PAPER_YAML = """\
-# {title}: the claims of its artifact guide, as reprobook runs and judges them.
+# {paper}: the claims of its artifact guide, as reprobook runs and judges them.
 # Made by `reprobook new {paper}`; the book's page "Adding a paper" says what to change.
 paper:
   id: {paper}
-  title: "{title}"
-  short: "{short}"
-  venue: "{venue}"
+  title: {title}
+  short: {short}
+  venue: {venue}
 
 # The artifact's repositories, pinned (a live run checks them out; shipped outputs are read from them):
 #   artifact:
@@ -56,7 +68,7 @@ published:
 
 claims:
   - id: {claim}
-    title: "{claim_title}"
+    title: {claim_title}
     statement: >
       Replace with the claim in one or two sentences, in your own words: here, that the new system
       is at least twice as fast as the baseline on every benchmark.
@@ -77,12 +89,12 @@ claims:
     plot: {{x: benchmark, y: speedup, xlabel: benchmark, ylabel: "speed-up over the baseline (x)"}}
 """
 
-PACKAGE_INIT = '''"""{title}: the paper's loaders (and, as it grows, its output formats and input generators)."""
+PACKAGE_INIT = '''"""The paper {paper}: its loaders (and, as it grows, its output formats and input generators)."""
 
 from reprobook.papers.{module} import loaders  # noqa: F401  (registers {paper}.*)
 '''
 
-LOADERS = '''"""{title}: its outputs as the tidy tables its claims judge.
+LOADERS = '''"""The paper {paper}: its outputs as the tidy tables its claims judge.
 
 Each loader is registered by name (the claim's ``loader:`` in ``configs/papers/{paper}.yaml``) and
 declares the columns it produces: a check or plot naming another column is an error when the paper
@@ -157,34 +169,80 @@ def _notebook(paper: str, claim: str, claim_title: str) -> nbformat.NotebookNode
     return nb
 
 
+def _scalar(value: str) -> str:
+    """``value`` as a YAML scalar, made by the YAML library (double-quoted, on one line): whatever it holds, it is
+    that string when read back, never a key or a line of its own."""
+    return yaml.safe_dump(value, default_style='"', width=10**9, allow_unicode=True).rstrip("\n")
+
+
+def check_id(what: str, value: str) -> None:
+    """Refuse an id that is not lower-case letters, digits and dashes (at most 40), or that YAML reads as a boolean
+    or null."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise ConfigError(f"a {what} id is lower-case letters, digits and dashes, starting with a letter "
+                          f"(at most 40), not {value!r} (nothing was written)")
+    if value in _YAML_WORDS or yaml.safe_load(value) != value:
+        raise ConfigError(f"a {what} id cannot be {value!r}: YAML reads it as {yaml.safe_load(value)!r}, not as a "
+                          f"name (nothing was written)")
+
+
+def _check_paper(root: Path, paper: str) -> None:
+    """The paper's id is a Python package name that is no keyword, and names no paper the project has."""
+    module = _module(paper)
+    if not module.isidentifier() or keyword.iskeyword(module) or keyword.issoftkeyword(module):
+        raise ConfigError(f"a paper id cannot be {paper!r}: its package, reprobook.papers.{module}, would not be "
+                          f"a Python name one can import (a keyword) (nothing was written)")
+    from importlib.metadata import entry_points
+    from reprobook.core.plugins import GROUP
+    known = {p.stem for p in (root / "configs" / "papers").glob("*.yaml")}
+    known |= {_module(p.name) for p in (root / "lib" / "reprobook" / "papers").iterdir()
+              if p.is_dir() or p.suffix == ".py"} if (root / "lib" / "reprobook" / "papers").is_dir() else set()
+    known |= {ep.name for ep in entry_points(group=GROUP)}
+    if paper in known or module in known:
+        raise ConfigError(f"{paper} exists already: the project has a paper (or a package) of that name "
+                          f"(nothing was written)")
+
+
+def _one_line(what: str, value: str) -> None:
+    if not value.isprintable():
+        raise ConfigError(f"the {what} is one line of text, not {value!r}: it holds a line break or another control "
+                          f"character (nothing was written)")
+
+
 def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str = "", venue: str = "",
-              claim_title: str = "") -> list[Path]:
+              claim_title: str = "", check: Callable[[Path], Any] | None = None) -> list[Path]:
     """Write the files of a new paper under the project ``root``; the paths written, in order.
+
+    ``check`` is called with the paper file once everything is written (the command line loads it); if it
+    raises, or writing fails, what was written is removed and ``_toc.yml`` put back.
 
     Raises
     ------
     ConfigError
-        ``paper`` or ``claim`` is not a lower-case id, or one of the files exists already
-        (nothing is written then).
+        An id, the title or the venue is refused (see the module doc), the paper exists already, or one of
+        the files exists already (nothing is written then).
     """
-    for what, value in (("paper", paper), ("claim", claim)):
-        if not _ID.match(value):
-            raise ConfigError(f"a {what} id is lower-case letters, digits and dashes, starting with a letter "
-                              f"(at most 40), not {value!r}")
+    check_id("paper", paper)
+    check_id("claim", claim)
+    for what, value in (("title", title), ("venue", venue), ("claim title", claim_title)):
+        _one_line(what, value)
     root = Path(root)
+    _check_paper(root, paper)
     module = _module(paper)
     title = title or f"{paper} (replace with the paper's title)"
+    venue = venue or "replace with the venue and year"
     claim_title = claim_title or f"{claim.replace('-', ' ').capitalize()} (replace with the claim's title)"
-    fields = dict(paper=paper, module=module, claim=claim, title=title.replace('"', "'"), short=paper,
-                  venue=(venue or "replace with the venue and year").replace('"', "'"),
-                  claim_title=claim_title.replace('"', "'"))
+    fields = dict(paper=paper, module=module, claim=claim, title=_scalar(title), short=_scalar(paper),
+                  venue=_scalar(venue), claim_title=_scalar(claim_title))
+    paper_yaml = PAPER_YAML.format(**fields)
+    doc = yaml.safe_load(paper_yaml)   # what is written reads back as given: the values are the YAML library's
+    assert (doc["paper"]["title"], doc["paper"]["venue"], doc["claims"][0]["title"]) == (title, venue, claim_title)
     files = {
-        root / "configs" / "papers" / f"{paper}.yaml": PAPER_YAML.format(**fields),
+        root / "configs" / "papers" / f"{paper}.yaml": paper_yaml,
         root / "lib" / "reprobook" / "papers" / module / "__init__.py": PACKAGE_INIT.format(**fields),
         root / "lib" / "reprobook" / "papers" / module / "loaders.py": LOADERS.format(**fields),
         root / "notebooks" / paper / f"{claim}.ipynb": nbformat.writes(_notebook(paper, claim, claim_title)) + "\n",
-        root / "book" / paper / "index.ipynb": nbformat.writes(_chapter(paper, claim, fields["title"],
-                                                                         fields["venue"])) + "\n",
+        root / "book" / paper / "index.ipynb": nbformat.writes(_chapter(paper, claim, title, venue)) + "\n",
     }
     toc_path = root / "_toc.yml"
     if not toc_path.is_file():
@@ -194,14 +252,32 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
     if there:
         raise ConfigError(f"{paper} exists already: {', '.join(str(p.relative_to(root)) for p in there)} "
                           f"(nothing was written)")
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    toc_path.write_text(toc_path.read_text().rstrip("\n") + "\n" + _toc_part(paper, claim, fields["venue"]))
+    toc = toc_path.read_bytes()
+    made: list[Path] = []   # the files and the directories this call created, in order
+    try:
+        for path, text in files.items():
+            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+            for d in reversed(missing):
+                d.mkdir()
+                made.append(d)
+            made.append(path)
+            path.write_text(text)
+        toc_path.write_text(toc.decode().rstrip("\n") + "\n" + _toc_part(paper, claim, venue))
+        if check is not None:
+            check(root / "configs" / "papers" / f"{paper}.yaml")
+    except BaseException:
+        toc_path.write_bytes(toc)
+        for path in reversed(made):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        raise
     return [*files, toc_path]
 
 
 def _toc_part(paper: str, claim: str, venue: str) -> str:
-    """The ``_toc.yml`` lines of a paper's chapter (appended as text, so the file's comments stay)."""
-    return (f"  - caption: \"{paper} ({venue})\"\n    chapters:\n      - file: book/{paper}/index\n"
+    """The ``_toc.yml`` lines of a paper's chapter (appended as text, so the file's comments stay; the caption made
+    by the YAML library)."""
+    return (f"  - caption: {_scalar(f'{paper} ({venue})')}\n    chapters:\n      - file: book/{paper}/index\n"
             f"        sections:\n          - file: notebooks/{paper}/{claim}\n")

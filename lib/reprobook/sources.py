@@ -3,8 +3,11 @@
 ``source`` is one of:
 
 ``auto``       the latest successful live or imported run in the run store
-               with the same parameters, else the authors' shipped outputs,
-               else nothing (the verdict is then "not run", with the reason);
+               with the same parameters (the scale among them: with the
+               claim's defaults, a run at the paper's scale; a rehearsal is
+               chosen by asking for its scale), else the authors' shipped
+               outputs, else nothing (the verdict is then "not run", with the
+               reason);
 ``reference``  the authors' shipped outputs, from the artifact mirror or git;
 ``live``       perform the experiment now on ``host`` (see `reprobook.remote.live`);
 a run id       that recorded run (its files are checked against the manifest);
@@ -373,6 +376,31 @@ def rehearsals(project: Project, claim: Claim) -> tuple[Outputs | None, list[str
     return None, skipped
 
 
+def scale_of(claim: Claim, run: Run) -> str:
+    """The scale ``run`` was made at: its manifest's, else its parameters', else the paper's (a claim without scales
+    runs only at the paper's)."""
+    from reprobook.core.scales import PAPER
+    return run.manifest.get("scale") or (run.manifest.get("parameters") or {}).get("scale") or PAPER
+
+
+def latest_by_scale(project: Project, claim: Claim) -> tuple[dict[str, Outputs], list[str]]:
+    """The outputs of the latest successful live or imported run of ``claim`` at each scale it was run at, whatever
+    its other parameters (what the evaluator's report weighs beside the verdict of ``auto``), and the newer runs
+    passed over because their outputs cannot be loaded, each with why."""
+    found: dict[str, Outputs] = {}
+    skipped: list[str] = []
+    for run in RunStore(project.settings.runs_dir).candidates(claim):
+        scale = scale_of(claim, run)
+        if scale in found:
+            continue
+        outputs, why = _loadable(project, claim, run)
+        if why is None:
+            found[scale] = outputs
+        else:
+            skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
+    return found, skipped
+
+
 def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = "local",
            params: Mapping | None = None, new: bool = False, allow_insufficient: bool = False,
            progress: bool = True) -> Outputs:
@@ -389,7 +417,8 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
                     outputs = replace(outputs, detail="; ".join(filter(None, [outputs.detail, *skipped])))
                 return outputs
             skipped.append(f"run {run.id} skipped: its outputs cannot be loaded ({why})")
-            print(f"reprobook: {skipped[-1]}", file=sys.stderr)
+            from reprobook.formats.terminal import printable
+            print(f"reprobook: {printable(skipped[-1])}", file=sys.stderr)
         if not claim.reference:
             return Outputs(claim.key, "none", "not run", detail=_no_outputs(claim, params, skipped))
         try:

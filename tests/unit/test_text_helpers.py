@@ -138,3 +138,29 @@ def test_markdown_fills_fields_as_text_and_keeps_markup():
 def test_code_block_refuses_a_language_that_is_not_a_name():
     with pytest.raises(ValueError, match="highlighting language"):
         code_block("x", "diff\n<script>")
+
+
+PLAIN_CASES = ["claim, and 2 < 3: yet; (see) it's 1.5x", "# heading", "1. item", "3) item", "- item", "+ item",
+               "* item", "---", "===", "> quote", "x` <img src=x onerror=\"alert(1)\"> `y", "<script>alert(1)</script>",
+               "[click](javascript:alert(1))", "![i](https://evil.example/i.png)", "<https://evil.example/pwn>",
+               "see https://evil.example/a and www.evil.example", "mail alice@evil.example", "**bold** _em_ ~~del~~",
+               "| a | b |", "&lt;b&gt; &amp; & x", "C:\\path\\ and \\*", "$$x$$", "mem_gib snake_case_name", "256.0 GiB"]
+
+
+@pytest.mark.parametrize("value", PLAIN_CASES)
+def test_plain_renders_as_exactly_its_text_and_escapes_only_markup(value):
+    """`plain` (the report's Markdown): rendered as GitHub-flavoured Markdown, the value comes out as its own text in
+    one paragraph, with no element of its own; plain words carry no backslash."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    from reprobook.book.text import plain
+    out = MarkdownIt("gfm-like").render(plain(value))
+    assert out.startswith("<p>") and out.endswith("</p>\n"), out
+    inner = out[3:-5]
+    assert "<" not in inner, out   # no element: every < of the value is &lt;
+    assert html.unescape(inner) == value, out
+    if value in ("claim, and 2 < 3: yet; (see) it's 1.5x", "mem_gib snake_case_name", "256.0 GiB"):
+        assert "\\" not in plain(value), plain(value)   # plain words, plain text: issue 48's "claim\\, and"

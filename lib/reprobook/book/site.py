@@ -3,7 +3,8 @@
 Jupyter Book re-executes a notebook only when its code changes. A claim page
 also depends on data: the paper's configuration (published numbers, checks),
 the latest recorded run of the claim, where the authors' outputs come from,
-and the library that computes the verdict. Before each build, reprobook
+the library that computes the verdict, and redaction (its setting and the
+hosts file, whose names it withholds). Before each build, reprobook
 fingerprints those inputs per page; a page whose fingerprint changed loses its
 cache entry and is marked for re-reading, so exactly the affected pages (and
 the summary) execute again, and a page never shows a stale verdict.
@@ -35,6 +36,7 @@ from typing import Callable, Iterator
 from reprobook.book import execution
 from reprobook.core import verdicts
 from reprobook.core.config import Project
+from reprobook.core.redaction import known_names
 from reprobook.errors import ReprobookError
 from reprobook.core.runs import MANIFEST, RunStore
 
@@ -63,8 +65,11 @@ def _library_hash() -> str:
 def fingerprints(project: Project) -> dict[str, str]:
     """Page (relative path) -> fingerprint of the data it is computed from."""
     s = project.settings
-    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url)
+    # redaction changes what every page says about its runs' hosts, and the hosts file says which names it withholds
     store = RunStore(s.runs_dir)
+    withheld = sorted(known_names(project, store).names) if s.redact_hosts else []   # from every run, not only a page's
+    common = _h(_library_hash(), str(s.artifact_mirror), s.git_base_url, f"redact_hosts={s.redact_hosts}",
+                _file_bytes(project.hosts.path), *withheld)
     pages: dict[str, str] = {}
     per_claim = []
     for paper in project.papers.values():
@@ -81,6 +86,13 @@ def fingerprints(project: Project) -> dict[str, str]:
         per_claim += mine
     pages["book/summary.ipynb"] = _h(common, *per_claim)
     return pages
+
+
+def _file_bytes(path: Path | None) -> bytes:
+    try:
+        return Path(path).read_bytes() if path else b""
+    except OSError:
+        return b""
 
 
 def _source_files(root: Path) -> list[Path]:
@@ -100,14 +112,17 @@ def site_fingerprint(project: Project, pages: dict[str, str]) -> str:
 def quick_stamp(root: Path, runs_dir: str | Path | None) -> str:
     """A stamp of everything a build reads, taken without loading the configuration.
 
-    The ``REPROBOOK_*`` environment, every source file of the book (configuration included),
+    The ``REPROBOOK_*`` environment (redaction's setting among it) and the hosts file it names, every source file of
+    the book (configuration, ``redact_hosts`` and the hosts file included),
     the library, and the run store's manifests (name, size, time of change). Equal stamps mean
     equal inputs, so a rebuild with nothing changed answers from it alone (loading the
     configuration costs half a second); a different stamp only means "look closer"
     (`fingerprints`).
     """
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("REPROBOOK_") and k not in _NOT_INPUTS)
-    parts = [str(root), *env, _library_hash()]
+    hosts = os.environ.get("REPROBOOK_HOSTS")   # outside configs/ when given: its content, not only its name
+    hosts_path = (root / Path(hosts).expanduser()) if hosts else None   # relative to the project, as it is loaded
+    parts = [str(root), *env, _library_hash(), _h(_file_bytes(hosts_path))]
     parts += [f"{p.relative_to(root)}:{_h(p.read_bytes())}" for p in _source_files(root)]
     if runs_dir and Path(runs_dir).is_dir():
         for m in sorted(Path(runs_dir).glob(f"*/*/*/{MANIFEST}")):

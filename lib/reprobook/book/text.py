@@ -10,6 +10,8 @@ these helpers, which make it literal text whatever it holds:
   any of them be escaped, and MyST's extensions are all introduced by ASCII punctuation), runs
   of whitespace (line breaks included) as one space, so that the value can never start a
   block (a heading, a list, a fence, a directive, a table row);
+- `plain`: inline text for plain Markdown (a review form, GitHub), escaping only the characters CommonMark and
+  GitHub's extensions could read as markup there, so that it also reads as text where it is pasted unrendered;
 - `code`: an inline code span whose backtick fence is longer than any run of backticks in the
   value, so that nothing inside can close it;
 - `code_block`: a fenced block (a diff, a log excerpt) whose fence no line of it can close;
@@ -27,7 +29,7 @@ import re
 import string
 from typing import Any
 
-__all__ = ["Markup", "text", "code", "code_block", "markdown", "visible"]
+__all__ = ["Markup", "text", "plain", "code", "code_block", "markdown", "visible"]
 
 _PUNCT = frozenset(string.punctuation)  # the ASCII punctuation CommonMark allows to be backslash-escaped
 _SPACE = re.compile(r"[ \t\n\r\f\v]+")
@@ -72,6 +74,56 @@ def text(value: Any) -> Markup:
         return value
     s = _SPACE.sub(" ", visible(value))
     return Markup("".join("\\" + ch if ch in _PUNCT else ch for ch in s))
+
+
+_LEADING = re.compile(r"^(?:>|#{1,6}(?= |$)|[-+*](?= |$)|\d{1,9}[.)](?= |$)|[-=_*]+$)")
+"""What would start a quote, a heading, a list item, or make a thematic break or a setext underline of a line."""
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+_EMAIL_DOMAIN = re.compile(r"[\w-]+\.[\w-]")
+
+
+def plain(value: Any) -> Markup:
+    """``value`` as inline CommonMark (with GitHub's tables, strikethrough and autolinks) that renders as its text,
+    and reads as text unrendered: only what could be markup there is backslash-escaped.
+
+    That is: backslashes before punctuation, backticks, ``*``, ``~``, ``|``, ``[``, ``]`` and ``$`` everywhere; ``_``
+    unless inside a word; ``<`` where a tag could start; ``&`` before an entity; ``:`` in ``://``, the dot of ``www.``
+    and ``@`` before a dotted domain (autolinks); a first character that would start a block. Whitespace runs
+    become one space. MyST pages, whose roles and directives need more, use `text`.
+
+    >>> print(plain("claim, and 2 < 3: <b>see</b> [x](javascript:y) at https://evil.example, mem_gib *8*"))
+    claim, and 2 < 3: \\<b>see\\</b> \\[x\\](javascript:y) at https\\://evil.example, mem_gib \\*8\\*
+    """
+    if isinstance(value, Markup):
+        return value
+    s = _SPACE.sub(" ", visible(value)).strip(" ")
+    out = []
+    for i, ch in enumerate(s):
+        before, after = s[i - 1] if i else "", s[i + 1] if i + 1 < len(s) else ""
+        if ch == "\\":
+            esc = not after or after in _PUNCT
+        elif ch in "`*~|[]$":
+            esc = True
+        elif ch == "<":   # a tag, comment or autolink starts with one of these after it
+            esc = after.isalpha() or after in "/!?"
+        elif ch == "@":   # an e-mail address (an autolink) has a dotted domain after it
+            esc = bool(_EMAIL_DOMAIN.match(s, i + 1))
+        elif ch == "_":
+            esc = not (before.isalnum() and after.isalnum())
+        elif ch == "&":
+            esc = bool(_ENTITY.match(s, i))
+        elif ch == ":":
+            esc = s.startswith("//", i + 1)
+        elif ch == ".":
+            esc = s[max(0, i - 3):i].lower() == "www" and (i < 4 or not s[i - 4].isalnum())
+        else:
+            esc = False
+        out.append("\\" + ch if esc else ch)
+    m = _LEADING.match("".join(out))
+    if m:   # escape the character that makes it a block marker (the last of a list number's)
+        j = m.end() - 1
+        out[j] = "\\" + out[j] if not out[j].startswith("\\") else out[j]
+    return Markup("".join(out))
 
 
 def code(value: Any) -> Markup:

@@ -27,7 +27,7 @@ from reprobook.errors import ArtifactError, ConfigError
 if TYPE_CHECKING:
     from reprobook.core.config import Paper, Settings
 
-_REF = re.compile(r"^(?P<repo>[^@\s]+)@(?P<commit>[0-9a-f]{40}):(?P<path>.+)$")
+_REF = re.compile(r"(?P<repo>[^@\s]+)@(?P<commit>[0-9a-f]{40}):(?P<path>.+)")   # matched in full
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def link_refs(text: str) -> str:
 
 def parse_ref(ref: str, paper: Paper | None = None) -> ArtifactRef:
     """Read ``repo@commit:path``; ``repo`` is a repository name of ``paper`` or ``owner/name``."""
-    m = _REF.match(ref)
+    m = _REF.fullmatch(ref)
     if not m:
         raise ConfigError(f"not an artifact reference (repo@<40-hex commit>:path): {ref!r}")
     repo = m["repo"]

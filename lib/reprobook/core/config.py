@@ -306,6 +306,7 @@ class Paper:
     published: Mapping[str, PublishedNumber]
     claims: Mapping[str, Claim]
     published_tables: Mapping[str, tuple[PublishedNumber, ...]] = field(default_factory=dict)
+    artifact_doi: str = ""   # the artifact's archival copy (a DOI such as 10.5281/zenodo.1234567); "" when none is given
 
     def repositories_for(self, claim: Claim) -> tuple[Repository, ...]:
         """The repositories a live run of ``claim`` checks out, in the paper's order."""
@@ -322,6 +323,24 @@ class Paper:
 def duration_words(minutes: float) -> str:
     """``90`` -> ``"1.5 hours"``, ``12`` -> ``"12 minutes"``."""
     return f"{minutes / 60:.1f} hours" if minutes >= 90 else f"{minutes:.0f} minutes"
+
+
+def _pattern(decl: Mapping, name: str, default, *, file, where: str):
+    """A parameter's `Pattern` (declared, else the one the engine implies for its name, else None); its regular
+    expression compiles and its default matches it, or `ConfigError` names the key."""
+    from reprobook.core.patterns import IMPLIED, Pattern
+    spec = decl.get("pattern") or IMPLIED.get(name)
+    if not spec:
+        return None
+    key = f"{where}.parameters.{name}.pattern"
+    try:
+        pattern = Pattern.parse(spec)
+    except re.error as exc:
+        raise ConfigError(f"not a regular expression: {spec!r} ({exc})", file=file, key=key) from None
+    for value in (default if isinstance(default, (list, tuple)) else [default]):
+        if not pattern.allows(value):
+            raise ConfigError(f"the default {value!r} is not {pattern.what}", file=file, key=key)
+    return pattern
 
 
 def _steps(items) -> tuple[Step, ...]:
@@ -524,7 +543,8 @@ def load_paper(path: Path) -> Paper:
             if v.get("from_cluster") and not isinstance(default, str):
                 raise ConfigError("a parameter whose value comes from the cluster takes a string (its default: "
                                   "\"\" for the cluster's)", file=path, key=f"{where}.parameters.{k}.from_cluster")
-            params[k] = Parameter(k, default, v["help"], v.get("from_cluster", ""))
+            params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where),
+                                  v.get("from_cluster", ""))
         scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:
@@ -570,7 +590,23 @@ def load_paper(path: Path) -> Paper:
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
-                 claims=_frozen(claims), published_tables=_frozen(tables))
+                 claims=_frozen(claims), published_tables=_frozen(tables), artifact_doi=_doi(data, path))
+
+
+DOI = re.compile(r"10\.[0-9]{4,9}/\S+")
+"""A DOI as `artifact_doi` holds it: the prefix ``10.NNNN`` and a suffix, nothing around them (``https://doi.org/``
+is the resolver, not the DOI)."""
+
+
+def _doi(data: Mapping, path: Path) -> str:
+    """The paper's ``artifact_doi``, checked in full (the schema's pattern lets a trailing newline through)."""
+    doi = data.get("artifact_doi")
+    if doi is None:
+        return ""
+    if not DOI.fullmatch(doi):
+        raise ConfigError(f"artifact_doi is {doi!r}: a DOI such as 10.5281/zenodo.1234567 (without "
+                          f"https://doi.org/) is allowed", file=path, key="artifact_doi")
+    return doi
 
 
 def _check_columns(c: Mapping, declared: tuple[str, ...] | None, *, file: Path, where: str) -> None:

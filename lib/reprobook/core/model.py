@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from reprobook.core.patterns import Pattern
+
 if TYPE_CHECKING:
     from reprobook.core.requirements import Requirements
 
@@ -106,6 +108,7 @@ class Parameter:
     name: str
     default: Any
     help: str
+    pattern: Pattern | None = None   # what a value may look like (`reprobook.core.patterns`); None: any of its type
     from_cluster: str = ""
     """``cloudlab.experiment`` ...: a live run on a cluster that records it takes its value from there unless given
     (`reprobook.core.plan.cluster_values`)."""

@@ -201,8 +201,9 @@ def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        An unknown name (the known ones are listed) or a value of the wrong type (an ``int`` parameter
-        given ``"abc"``).
+        An unknown name (the known ones are listed), a value of the wrong type (an ``int`` parameter
+        given ``"abc"``), or a value outside the parameter's pattern (``-p cloudlab_user 'x;id>/tmp/p;#'``:
+        the one place a value that reaches a shell is checked, `reprobook.core.patterns`).
     """
     from reprobook.errors import ConfigError
     params = claim.scaled(params)
@@ -221,6 +222,11 @@ def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:
             out[name] = tuple(_typed(claim, name, p, v, p.default[0]) for v in values)
         else:
             out[name] = _typed(claim, name, p, val, p.default)
+        for v in (out[name] if isinstance(out[name], tuple) else (out[name],)):
+            if p.pattern is not None and not p.pattern.allows(v):
+                raise ConfigError(f"parameter {name} of {claim.key} must be {p.pattern.what}, not {v!r}"
+                                  + (" (a value starting with '-' would be read as an option)"
+                                     if str(v).startswith("-") else "") + f": {p.help}")
     return out
 
 

@@ -11,6 +11,8 @@ One module per output format, shared by every paper (the bottom layer: it import
              tree of Pesto ``stats.json`` as one long frame;
 ``latex``    LaTeX ``tabular`` environments, as rows of cells or a frame;
 ``gotest``   ``go test -v`` output: Go durations, test results, ``<label> time: <d>`` lines;
+``terminal`` the other way: run data printed on a terminal as text (`terminal.printable`: control
+             characters and escape sequences made visible), for every line the command line prints;
 
 A format only one paper has lives with that paper (``reprobook/papers/<paper>/parsers.py``,
 Ozz's ``lmbench.py``) and composes these; a paper's loaders (`reprobook.core.loaders`) compose those.

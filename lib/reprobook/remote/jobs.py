@@ -27,9 +27,10 @@ from typing import Callable
 from dataclasses import dataclass
 
 from reprobook.errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
+from reprobook.formats.terminal import printable
 from reprobook.remote.hosts import Host
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # the whole id (fullmatch): "x\n" is none
 
 _WRAPPER = """#!/bin/bash
 # reprobook job wrapper: run cmd.sh detached, then record how it ended.
@@ -156,17 +157,10 @@ class JobStatus:
         return lines[-1] if lines else ""
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` from a host, safe to show on a terminal: control characters (escape sequences that
-    could move the cursor, retitle the window or hide text) become ``?``; newlines and tabs stay."""
-    return _CONTROL.sub("?", text)
-
-
 def _parse_status(run_id: str, text: str) -> JobStatus:
-    text = printable(text.replace("\r\n", "\n").replace("\r", "\n"))
+    # what the host says, as text: an escape sequence in its log (moving the cursor, retitling the window, writing
+    # the clipboard) is shown (U+241B and the like), never obeyed, wherever the status is printed
+    text = printable(text.replace("\r\n", "\n").replace("\r", "\n"), lines=True)
     head, _, tail = text.partition("---tail\n")
     kv = dict(l.split("=", 1) for l in head.splitlines() if "=" in l)
     num = lambda k: float(kv[k]) if kv.get(k, "").strip() else None  # noqa: E731
@@ -220,7 +214,7 @@ class Job:
     """
 
     def __init__(self, host: Host, run_id: str):
-        if not RUN_ID.match(run_id):
+        if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
             raise ValueError(f"not a valid run id: {run_id!r}")
         self.host = host
         self.run_id = run_id
@@ -288,7 +282,8 @@ class Job:
                     if left is not None:
                         bar.total = max(int(st.elapsed_s + left), 1)
                     bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
-                    bar.set_postfix_str(progress_words(st) + st.last_line[-80:], refresh=True)
+                    # the host's last log line, as text: an escape sequence in it is shown, never obeyed
+                    bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
                 if st.done:
                     return st
                 time.sleep(delay)

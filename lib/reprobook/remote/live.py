@@ -44,6 +44,7 @@ from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, utcnow, writ
 from reprobook.remote.placement import Placement, hold, open_hosts, place, release, survey
 from reprobook.core.scales import manifest_fields
 from reprobook.core.secrets import mask_credentials
+from reprobook.formats.terminal import printable
 from reprobook.remote.steps import build_script, expected_left_s, param_env
 from reprobook.remote.transfer import fetch
 
@@ -388,7 +389,7 @@ def _records(files) -> list[dict]:
 
 
 def _say(message: str) -> None:
-    print(f"reprobook: {message}", file=sys.stderr, flush=True)
+    print(f"reprobook: {printable(message)}", file=sys.stderr, flush=True)  # it quotes hosts, steps and logs
 
 
 def _waiting(run_id: str):

@@ -213,32 +213,6 @@ def _env_value(val) -> str:
     return str(val).lower() if isinstance(val, bool) else str(val)
 
 
-_GUEST_PATTERNS = {
-    "guest_host": (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\[?[0-9A-Fa-f:.]+\]?"), "a host name or address"),
-    "guest_user": (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*"), "a user name"),
-    "guest_port": (re.compile(r"[0-9]{1,5}"), "a port number"),
-    "guest_key": (re.compile(r"[^-\s][^\n\0]*"), "a path to a private key"),
-}
-
-
-def check_guest(plan: RunPlan) -> None:
-    """Refuse a guest parameter ssh could read as something else (``-oProxyCommand=…`` as the host, say).
-
-    The guest's values go on ssh's command line on the host that runs the steps: each must look
-    like what it names (a host name or address, a user name, a port, a path), and none may start
-    with ``-``. `ConfigError` names the parameter and the value.
-    """
-    claim = plan.claim
-    for name, (pattern, what) in _GUEST_PATTERNS.items():
-        value = plan.params.get(name)
-        if value is None or value == "":
-            continue
-        if not pattern.fullmatch(str(value)) or str(value).startswith("-"):
-            raise ConfigError(f"{claim.key}: the parameter {name} must be {what}, not {str(value)!r}"
-                              + (" (a value starting with '-' would be read by ssh as an option)"
-                                 if str(value).startswith("-") else ""))
-
-
 def param_env(plan: RunPlan) -> dict[str, str]:
     """``RB_<NAME>`` for each of the plan's parameters (resolved: defaults filled in, names and types checked).
 
@@ -391,7 +365,6 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
         raise ConfigError(f"{claim.key} has steps on a guest but no parameter guest_port to reach it by "
                           f"(the guest is named by the parameters {', '.join(GUEST_PARAMETERS)})")
     guest_env = param_env(run)
-    check_guest(run)
     points = run.sweep
     total = len(steps)
     for i, (name, step) in enumerate(steps, 1):
