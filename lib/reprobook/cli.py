@@ -630,7 +630,9 @@ def cmd_cloudlab(args) -> int:
     if args.cloudlab_command == "import":
         return cloudlab.import_manifest(project, args.manifest, args.cluster, user=args.user, roles_file=args.roles,
                                         claim_key=args.claim, workdir=args.workdir, assume_yes=args.yes,
-                                        check=not args.no_check)
+                                        check=not args.no_check, replace=args.replace)
+    if args.cloudlab_command == "forget":
+        return cloudlab.forget(project, args.cluster)
     text, nodes = cloudlab.make_profile(project, args.target, args.scale, rspec=args.rspec)
     if args.output:
         Path(args.output).write_text(text)
@@ -841,7 +843,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="From a CloudLab account to a checked cluster: `profile` writes the geni-lib script "
                                    "(or request RSpec) to start an experiment for a claim or a paper in the portal; "
                                    "`import` reads the experiment's manifest back into configs/hosts.yaml and an SSH "
-                                   "config file, records the host keys and checks every host.")
+                                   "config file, records the host keys and checks every host; `forget` removes an "
+                                   "imported cluster again.")
     cl = s.add_subparsers(dest="cloudlab_command", required=True, metavar="ACTION")
     c = cl.add_parser("profile", help="write a CloudLab profile for a claim or a paper",
                       description="A geni-lib script: one node per host of each role, named as the harness expects, "
@@ -861,7 +864,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "at once. Exit 2 for a file that is not a usable manifest (nothing written), 1 when "
                                   "a host does not answer or falls short.")
     c.add_argument("manifest", help="the manifest XML")
-    c.add_argument("--cluster", required=True, help="the cluster's name in hosts.yaml (an earlier import of it is replaced)")
+    c.add_argument("--cluster", required=True, help="the cluster's name in hosts.yaml (an earlier import of it is "
+                   "replaced); its hosts and SSH aliases are <cluster>-<node>")
     c.add_argument("--user", help="your CloudLab user, when the nodes carry a login per project member")
     c.add_argument("--roles", type=Path, metavar="FILE", help="YAML: role -> node names (default: from the claim, "
                    "else from the names: server-0 -> server)")
@@ -872,6 +876,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--yes", action="store_true", help="record unknown host keys without asking (their fingerprints "
                    "are printed; only where you trust the network path, as on a fresh experiment)")
     c.add_argument("--no-check", action="store_true", help="write only; no host keys, no check")
+    c.add_argument("--replace", action="store_true", help="let a node replace a host of hosts.yaml of the same name "
+                   "(<cluster>-<node>); without it such an import is refused")
+    c.set_defaults(func=cmd_cloudlab)
+    c = cl.add_parser("forget", help="remove an imported cluster: from hosts.yaml, its SSH config file and Include",
+                      description="Remove CLUSTER from configs/hosts.yaml ($REPROBOOK_HOSTS) with the hosts its import "
+                                  "wrote, its SSH config file and the Include line of it in ~/.ssh/config "
+                                  "($REPROBOOK_SSH_CONFIG). Every other host, cluster, comment and SSH entry stays as "
+                                  "it was.")
+    c.add_argument("cluster", help="the cluster's name in hosts.yaml")
     c.set_defaults(func=cmd_cloudlab)
 
     s = sub.add_parser("book", help="build the website into _build/html",

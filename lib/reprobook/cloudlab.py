@@ -9,8 +9,17 @@ count. ``--rspec`` writes the request RSpec the portal would build from it.
 ``reprobook cloudlab import MANIFEST.xml --cluster NAME`` reads the manifest the portal shows (an
 untrusted file: parsed with ``defusedxml``, no DTD entity of any kind), writes the cluster into
 ``hosts.yaml`` with a line-based edit that leaves every other entry and comment as it was, writes an
-SSH config file (short name -> HostName, User, Port) that ``~/.ssh/config`` includes, records
-unknown host keys through `reprobook.remote.trust.trust_host`, and checks every host at once.
+SSH config file that ``~/.ssh/config`` includes, records unknown host keys through
+`reprobook.remote.trust.trust_host`, and checks every host at once. ``reprobook cloudlab forget NAME``
+takes all of it out again.
+
+A manifest's node names are the experiment's, not ours: each node becomes the host ``<cluster>-<node>``
+of ``hosts.yaml`` and the SSH alias of the same name, with ``node: <node>`` (its name inside the cluster,
+which the artifact's scripts use). So two experiments' ``node-0`` live side by side, and no node can
+take over ``local``, a host of ``hosts.yaml`` (unless ``--replace``) or a name the user's SSH config
+already gives a meaning (``github.com``, the user's own aliases: refused, checked with ``ssh -G``). The
+cluster records its experiment, project and domain (``cloudlab:``), from which a run takes its CloudLab
+parameters unless they are given.
 
 What real manifests hold (``../shared/cloudlab/README.md``): the root's ``type`` says ``request``
 even for a manifest, so a manifest is recognised by its nodes' ``<host>``/``<login>``; a node may
@@ -21,6 +30,7 @@ carry one ``<login>`` per project member; ``<hardware_type name="pc"/>`` hides t
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import os
 import re
 import sys
@@ -39,10 +49,12 @@ _RSPEC_NAMESPACES = (RSPEC_NS, "http://www.protogeni.net/resources/rspec/2")
 MAX_MANIFEST_BYTES = 64 << 20
 """A manifest of a thousand nodes is a few MB; anything past this is refused before parsing."""
 
-# what may go into hosts.yaml and an SSH config line from an untrusted file: no space, quote or newline
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+# what may go into hosts.yaml and an SSH config line from an untrusted file: no space, quote or newline; always
+# matched whole (fullmatch: "c2\n" is not a name)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
 
 IMAGE_PREFIX = "urn:publicid:IDN+emulab.net+image+emulab-ops//"
 _OS_IMAGES = {"Ubuntu 18.04": "UBUNTU18-64-STD", "Ubuntu 20.04": "UBUNTU20-64-STD",
@@ -75,10 +87,24 @@ class Node:
 
 @dataclass(frozen=True)
 class Manifest:
+    """A manifest's nodes and its experiment: ``experiment``, ``project`` and ``domain`` as the nodes' host names
+    have them (``<node>.<experiment>.<project>.<domain>``, the project lower-cased: ``hyperion-pg0``), and the
+    portal's name of the project (``Hyperion``) for words."""
+
     path: Path
     nodes: tuple[Node, ...]
     experiment: str = ""
     project: str = ""
+    domain: str = ""
+    project_title: str = ""
+
+    @property
+    def record(self) -> dict[str, str]:
+        """What a cluster records of its experiment (``clusters.<name>.cloudlab`` in hosts.yaml)."""
+        users = {n.user for n in self.nodes}
+        out = {"experiment": self.experiment, "project": self.project, "domain": self.domain,
+               "user": users.pop() if len(users) == 1 else ""}
+        return {k: v for k, v in out.items() if v}
 
 
 def _q(ns: str, tag: str) -> str:
@@ -137,23 +163,49 @@ def read_manifest(path: str | Path, *, user: str | None = None) -> Manifest:
     if not nodes_xml:
         raise _refuse(path, "the manifest has no <node>: the experiment holds no machine (or this is a "
                             "manifest of links only)")
-    experiment = project = ""
-    portal = root.find(_q(EMULAB_NS, "portal"))
-    if portal is not None:
-        experiment, project = portal.get("experiment", ""), portal.get("project", "")
     nodes, seen = [], set()
     for i, n in enumerate(nodes_xml):
         nodes.append(_node(path, ns, n, i, user))
         if nodes[-1].name in seen:
             raise _refuse(path, f"node {nodes[-1].name!r} appears twice")
         seen.add(nodes[-1].name)
-    return Manifest(path, tuple(nodes), experiment, project)
+    return Manifest(path, tuple(nodes), *_experiment(path, root, nodes_xml, nodes))
+
+
+def _experiment(path: Path, root, nodes_xml, nodes: Sequence[Node]) -> tuple[str, str, str, str]:
+    """(experiment, project, domain, the portal's project name): from the nodes' host names
+    (``<node>.<experiment>.<project>.<domain>``, what the harness and the upload script build), else from the
+    portal's element and the aggregate's URN (``urn:publicid:IDN+utah.cloudlab.us+authority+cm``)."""
+    portal = root.find(_q(EMULAB_NS, "portal"))
+    title = portal.get("project", "") if portal is not None else ""
+    found: dict[tuple[str, str, str], int] = {}
+    for n in nodes:
+        labels = n.hostname.split(".")
+        if len(labels) >= 5 and labels[0].lower() == n.name.lower():
+            key = (labels[1], labels[2].lower(), ".".join(labels[3:]).lower())
+            found[key] = found.get(key, 0) + 1
+    if found:
+        experiment, project, domain = max(found, key=found.get)
+    else:
+        experiment = portal.get("experiment", "") if portal is not None else ""
+        project = title.lower()
+        domain = ""
+        for n in nodes_xml:
+            m = re.fullmatch(r"urn:publicid:IDN\+([A-Za-z0-9.-]+)\+authority\+cm", n.get("component_manager_id", ""))
+            if m:
+                domain = m.group(1).lower()
+                break
+    for what, value, rx in (("experiment", experiment, _LABEL), ("project", project, _LABEL),
+                            ("domain", domain, _HOSTNAME)):
+        if value and not rx.fullmatch(value):
+            raise _refuse(path, f"its {what} {value!r} is not a name reprobook can record (letters, digits, '-')")
+    return experiment, project, domain, title
 
 
 def _node(path: Path, ns: str, n, i: int, user: str | None) -> Node:
     name = n.get("client_id") or ""
     where = f"node {name!r}" if name else f"node {i + 1} (no client_id)"
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise _refuse(path, f"{where}: its client_id is not a host name reprobook can use (letters, digits, '.', "
                             f"'_', '-'; at most 63)")
     logins = [lg for s in n.findall(_q(ns, "services")) for lg in s.findall(_q(ns, "login"))]
@@ -182,7 +234,7 @@ def _node(path: Path, ns: str, n, i: int, user: str | None) -> Node:
     except ValueError:
         raise _refuse(path, f"{where}: its login's port {login.get('port')!r} is not a number") from None
     for what, value, rx in (("user", login_user, _USER), ("host name", hostname, _HOSTNAME)):
-        if not rx.match(value or ""):
+        if not rx.fullmatch(value or ""):
             raise _refuse(path, f"{where}: its {what} {value!r} is not one reprobook can write into an SSH config")
     if not 0 < port < 65536:
         raise _refuse(path, f"{where}: port {port} is out of range")
@@ -338,14 +390,7 @@ def _edit_section(lines: list[str], key: str, remove: set[str], add: list[str]) 
     start, end = sections[key]
     head = lines[start]
     rest = head.split(":", 1)[1].split("#", 1)[0].strip()
-    if rest and rest not in ("{}", "~", "null"):
-        # a flow mapping ({a: ...}): written out in block style, the same entries
-        data = yaml.safe_load(head) or {}
-        body = yaml.safe_dump({k: v for k, v in (data.get(key) or {}).items() if k not in remove},
-                              sort_keys=False, default_flow_style=False).splitlines() if data.get(key) else []
-        body = ["  " + b for b in body if b.strip() != "{}"]
-        return lines[:start] + [f"{key}:"] + body + add + lines[start + 1:]
-    if rest:
+    if rest:   # an empty one ({}, ~, null): flow mappings with entries were written out in block style first
         lines = lines[:start] + [f"{key}:"] + lines[start + 1:]
     _, entries = _entries(lines, start, end)
     drop = set()
@@ -358,9 +403,52 @@ def _edit_section(lines: list[str], key: str, remove: set[str], add: list[str]) 
             + [ln for i, ln in enumerate(lines[at:], at) if i not in drop])
 
 
+def _load_text(hosts_path: Path) -> tuple[str, dict]:
+    """The hosts file's text and data; a file that is not YAML, or not a mapping of mappings, refused in one line."""
+    text = hosts_path.read_text() if hosts_path.exists() else ""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{hosts_path}: not valid YAML{where} ({problem}); the file was not changed") from None
+    if not isinstance(data, dict) or not all(isinstance(data.get(k) or {}, dict) for k in ("hosts", "clusters")):
+        raise ConfigError(f"{hosts_path}: expected a mapping with 'hosts' and 'clusters' mappings (see "
+                          f"configs/hosts.yaml); the file was not changed")
+    return text, data
+
+
+def _block_style(text: str, data: Mapping) -> list[str]:
+    """The file's lines with ``hosts`` and ``clusters`` in block style, so that entries can be edited line by line:
+    a flow mapping (``hosts: {a: {...}, ...}``, on one line or several) is written out as the same entries; a
+    file that is one flow mapping as a whole is written out whole. Everything else stays as it was."""
+    root = yaml.compose(text) if text.strip() else None
+    lines = text.splitlines()
+    if root is None:
+        return lines
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False, width=10_000).splitlines()
+    spans = []
+    for k, v in root.value:
+        if (k.value in ("hosts", "clusters") and isinstance(v, yaml.MappingNode) and v.flow_style
+                and data.get(k.value)):
+            spans.append((k.start_mark.line, v.end_mark.line, k.value))
+    for start, end, key in sorted(spans, reverse=True):
+        body = yaml.safe_dump({key: dict(data[key])}, sort_keys=False, default_flow_style=False,
+                              width=10_000).splitlines()
+        lines = lines[:start] + body + lines[end + 1:]
+    return lines
+
+
 def _yaml_entry(name: str, value: Mapping, indent: int = 2) -> list[str]:
     text = yaml.safe_dump({name: dict(value)}, sort_keys=False, default_flow_style=False, width=10_000)
     return [" " * indent + line for line in text.splitlines()]
+
+
+def alias(cluster: str, node: str) -> str:
+    """The name a manifest's ``node`` gets in ``hosts.yaml`` and the SSH config: the cluster's own."""
+    return f"{cluster}-{node}"
 
 
 @dataclass
@@ -374,72 +462,214 @@ class Written:
 
 
 def write_cluster(hosts_path: Path, cluster: str, manifest: Manifest, roles: Mapping[str, Sequence[str]], *,
-                  workdir: str = DEFAULT_WORKDIR, ssh_config: Path | None = None) -> Written:
+                  workdir: str = DEFAULT_WORKDIR, ssh_config: Path | None = None, replace: bool = False) -> Written:
     """Write ``cluster`` into ``hosts_path`` (replacing an earlier import of it) and its SSH config file.
 
-    Every other host, cluster and comment is left as it was. A host name that another cluster uses
-    is refused. The new text is validated (`reprobook.core.config.load_hosts`) before it replaces
-    the file, in one rename.
+    Each node is the host `alias` ``<cluster>-<node>`` with ``node: <node>``; ``roles`` name the nodes. Every other
+    host, cluster and comment is left as it was. Refused, with nothing written: a name that is another cluster's
+    host, a standalone host of the file (unless ``replace``), or one the user's SSH config already resolves. The
+    new text is validated (`reprobook.core.config.load_hosts`, and every other entry compared with the old) before
+    it replaces the file, in one rename.
     """
-    from reprobook.core.config import load_hosts
+    from reprobook.core.config import LOCAL, HOST_NAME
     hosts_path = Path(hosts_path)
-    text = hosts_path.read_text() if hosts_path.exists() else ""
-    data = yaml.safe_load(text) or {}
+    text, data = _load_text(hosts_path)
     hosts = data.get("hosts") or {}
     clusters = data.get("clusters") or {}
     old = clusters.get(cluster) or {}
     old_members = {m for ms in (old.get("roles") or {}).values() for m in ms}
-    others = {m: c for c, v in clusters.items() if c != cluster for ms in (v.get("roles") or {}).values() for m in ms}
-    by_name = {n.name: n for n in manifest.nodes}
-    clash = [f"{n} (in cluster {others[n]!r})" for n in by_name if n in others]
+    others = {m: c for c, v in clusters.items() if c != cluster and isinstance(v, dict)
+              for ms in (v.get("roles") or {}).values() for m in ms}
+    names = {n.name: alias(cluster, n.name) for n in manifest.nodes}
+    bad = [a for a in names.values() if not HOST_NAME.fullmatch(a) or a == LOCAL]
+    if bad:
+        raise ManifestRefused(f"{manifest.path}: not imported: {bad[0]!r} is not a host name reprobook can write "
+                              f"(at most 128 letters, digits, '.', '_' and '-'); pick a shorter --cluster name; "
+                              f"{hosts_path} was not changed")
+    clash = [f"{a} (a host of cluster {others[a]!r})" for a in names.values() if a in others]
     if clash:
         raise ManifestRefused(f"{manifest.path}: not imported: {hosts_path} has host(s) of the same name in another "
-                              f"cluster: {', '.join(clash)}; remove that cluster first, or import into it; "
-                              f"{hosts_path} was not changed")
+                              f"cluster: {', '.join(clash)}; pick another --cluster name, or `reprobook cloudlab "
+                              f"forget {others[clash[0].split(' ')[0]]}` first; {hosts_path} was not changed")
+    taken = sorted(a for a in names.values() if a in hosts and a not in old_members)
+    if taken and not replace:
+        raise ManifestRefused(f"{manifest.path}: not imported: {hosts_path} already has host(s) "
+                              f"{', '.join(taken)}; pass --replace to replace them with the experiment's nodes, or "
+                              f"pick another --cluster name; {hosts_path} was not changed")
     if cluster in hosts:
         raise ManifestRefused(f"{manifest.path}: not imported: {cluster!r} names a host of {hosts_path}; pick "
                               f"another --cluster name; {hosts_path} was not changed")
-    where = (f"CloudLab experiment {manifest.experiment} of {manifest.project}" if manifest.experiment
-             else "CloudLab")
+    user_cfg = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
+    own = _ssh_file(user_cfg, cluster)
+    resolved = _ssh_taken(list(names.values()), user_cfg, own)
+    if resolved:
+        first = next(iter(resolved))
+        raise ManifestRefused(f"{manifest.path}: not imported: the SSH config {user_cfg} already gives "
+                              f"{', '.join(resolved)} a meaning (`ssh -G {first}`: {resolved[first]}); pick another "
+                              f"--cluster name; nothing was changed")
+    record = manifest.record
+    where = (f"CloudLab experiment {manifest.experiment} of {manifest.project_title or manifest.project}"
+             if manifest.experiment else "CloudLab")
     new_entries = []
     for n in manifest.nodes:
         target = f"{n.user}@{n.hostname}" + ("" if n.port == 22 else f":{n.port}")
         desc = f"{where}, {n.hardware_type or 'hardware type not in the manifest'}" + (
             f" ({n.physical})" if n.physical and n.physical != n.hostname else "")
-        new_entries += _yaml_entry(n.name, {"ssh": target, "workdir": workdir.replace("{name}", n.name),
-                                            "description": desc})
-    gone = sorted(m for m in old_members if m not in by_name and m not in others)
-    replaced = sorted(m for m in by_name if m in hosts)
-    lines = text.splitlines()
-    lines = _edit_section(lines, "hosts", set(by_name) | set(gone), new_entries)
+        new_entries += _yaml_entry(names[n.name], {"ssh": target, "workdir": workdir.replace("{name}", names[n.name]),
+                                                   "description": desc, "node": n.name})
+    gone = sorted(m for m in old_members if m not in names.values() and m not in others
+                  and m.startswith(f"{cluster}-") and isinstance(hosts.get(m), dict) and hosts[m].get("node"))
+    lines = _block_style(text, data)
+    lines = _edit_section(lines, "hosts", set(names.values()) | set(gone), new_entries)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    cluster_entry = _yaml_entry(cluster, {"description": f"{where}: {len(manifest.nodes)} nodes, imported from "
-                                                         f"{manifest.path.name} at {stamp}",
-                                          "roles": {r: list(ms) for r, ms in roles.items()}})
-    lines = _edit_section(lines, "clusters", {cluster}, cluster_entry)
+    entry = {"description": f"{where}: {len(manifest.nodes)} nodes, imported from {manifest.path.name} at {stamp}"}
+    if record:
+        entry["cloudlab"] = record
+    entry["roles"] = {r: [names.get(m, m) for m in ms] for r, ms in roles.items()}
+    lines = _edit_section(lines, "clusters", {cluster}, _yaml_entry(cluster, entry))
     new_text = "\n".join(lines) + "\n"
+    expect_hosts = {k: v for k, v in hosts.items() if k not in names.values() and k not in gone}
+    expect_clusters = {k: v for k, v in clusters.items() if k != cluster}
+    _replace_checked(hosts_path, new_text, expect_hosts, expect_clusters)
+    ssh_cfg, include_in = _write_ssh_config(cluster, manifest, user_cfg, names)
+    return Written(hosts_path, ssh_cfg, include_in, list(names.values()), taken, gone)
+
+
+def _replace_checked(hosts_path: Path, new_text: str, expect_hosts: Mapping, expect_clusters: Mapping) -> None:
+    """Write ``new_text`` over ``hosts_path`` in one rename, once it loads as any command would read it and every
+    entry it was not meant to change is as it was; else refuse, the file unchanged."""
+    from reprobook.core.config import load_hosts
     tmp = hosts_path.with_name(f".{hosts_path.name}.cloudlab-{os.getpid()}")
     hosts_path.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(new_text)
     try:
         load_hosts(tmp)  # the schema and every cluster's members, as any command would read it
+        after = yaml.safe_load(new_text) or {}
+        kept = all((after.get(sec) or {}).get(k) == v for sec, want in (("hosts", expect_hosts),
+                                                                         ("clusters", expect_clusters))
+                   for k, v in want.items())
+        if not kept:
+            raise ConfigError("the line-by-line edit would change other entries (is an entry written in a style it "
+                              "cannot follow?)")
     except ReprobookError as exc:
         tmp.unlink(missing_ok=True)
-        raise ConfigError(f"{hosts_path}: the imported cluster would not load ({exc}); the file was not changed") from None
-    ssh_cfg, include_in = _write_ssh_config(cluster, manifest, ssh_config)
+        raise ConfigError(f"{hosts_path}: the cluster could not be written ({exc}); the file was not changed") from None
     os.replace(tmp, hosts_path)
-    return Written(hosts_path, ssh_cfg, include_in, [n.name for n in manifest.nodes], replaced, gone)
 
 
-def _write_ssh_config(cluster: str, manifest: Manifest, ssh_config: Path | None) -> tuple[Path, Path]:
-    """The cluster's SSH config file beside the user's, and an ``Include`` of it at the top of the user's."""
-    user_cfg = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
-    out = user_cfg.parent / "reprobook" / f"{cluster}.conf"
+def _ssh_file(user_cfg: Path, cluster: str) -> Path:
+    return user_cfg.parent / "reprobook" / f"{cluster}.conf"
+
+
+def _ssh_G(cfg: Path, name: str) -> list[str] | None:
+    import subprocess
+    try:
+        res = subprocess.run(["ssh", "-G", "-F", str(cfg), "--", name], capture_output=True, text=True, timeout=20,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return res.stdout.splitlines() if res.returncode == 0 else None
+
+
+def _ssh_taken(aliases: Sequence[str], user_cfg: Path, own: Path) -> dict[str, str]:
+    """The ``aliases`` that the user's SSH config (as OpenSSH reads it, without this cluster's own file) already
+    resolves as it resolves no other name: alias -> what ``ssh -G`` says of it. An alias for which the config says
+    only what it says of any name (``Host *``) is free. Without an ``ssh`` client nothing can be asked: none."""
+    import shutil
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+    if not shutil.which("ssh") or not aliases:
+        return {}
+    include = f"Include {own}"
+    text = user_cfg.read_text() if user_cfg.is_file() else ""
+    with tempfile.TemporaryDirectory(prefix="reprobook-ssh-") as d:
+        cfg = Path(d) / "config"
+        cfg.write_text("".join(line for line in text.splitlines(keepends=True) if line.rstrip("\r\n") != include))
+        probe = f"reprobook-probe-{os.getpid()}"
+
+        def seen(name: str) -> set[str] | None:
+            out = _ssh_G(cfg, name)
+            if out is None:
+                return None
+            return {line.replace(name, "%n").replace(name.lower(), "%n") for line in out}
+        base = seen(probe)
+        if base is None:
+            return {}
+        patterns, matches = _host_patterns(cfg, own, set())
+        # only a name some pattern of the user's could match (beyond `*`) is asked about, one `ssh -G` each
+        ask = list(aliases) if matches else [a for a in aliases if any(
+            p not in ("*", "!*") and fnmatch.fnmatchcase(a.lower(), p.lstrip("!").lower()) for p in patterns)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            got = dict(zip(ask, pool.map(seen, ask)))
+    named = {p.lower() for p in patterns if not any(ch in p for ch in "*?!")}
+    out = {}
+    for a, lines in got.items():
+        if lines is None:
+            continue
+        host = next((x.replace("%n", a) for x in lines if x.startswith("hostname ")), "")
+        # the user's own alias of that name, or a pattern that sends the name elsewhere (a `Host *` that only adds
+        # options, or a pattern's User or IdentityFile, leaves it ours: our entry comes first and sets HostName,
+        # User and Port)
+        if a.lower() in named or host not in {x.replace("%n", a) for x in base if x.startswith("hostname ")}:
+            out[a] = host or "named in it"
+    return out
+
+
+def _host_patterns(cfg: Path, own: Path, seen: set) -> tuple[list[str], bool]:
+    """Every ``Host`` pattern of an OpenSSH client config and the files it includes (``own`` left out), and whether
+    a ``Match`` other than ``Match all`` makes patterns alone unable to say which names it concerns."""
+    import glob
+    import shlex
+    if cfg in seen or not cfg.is_file():
+        return [], False
+    seen.add(cfg)
+    patterns, matches = [], False
+    try:
+        text = cfg.read_text(errors="replace")
+    except OSError:
+        return [], True
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"(\w+)\s*(?:=\s*|\s+|$)(.*)", line)
+        if not m:
+            continue
+        key, rest = m.groups()
+        try:
+            args = shlex.split(rest, comments=True)
+        except ValueError:
+            return patterns, True
+        key = key.lower()
+        if key == "host":
+            patterns += [p for a in args for p in a.split(",")]
+        elif key == "match":
+            matches = matches or [a.lower() for a in args] != ["all"]
+        elif key == "include":
+            for a in args:
+                a = os.path.expanduser(a)
+                where = a if os.path.isabs(a) else str(Path.home() / ".ssh" / a)
+                for f in sorted(glob.glob(where)):
+                    if Path(f) != own:
+                        more, m = _host_patterns(Path(f), own, seen)
+                        patterns += more
+                        matches = matches or m
+    return patterns, matches
+
+
+def _write_ssh_config(cluster: str, manifest: Manifest, user_cfg: Path, names: Mapping[str, str]) -> tuple[Path, Path]:
+    """The cluster's SSH config file beside the user's, and an ``Include`` of it at the top of the user's.
+
+    Its ``Host`` names are the cluster's own (`alias`, checked free in the user's config), so being first shadows
+    none of the user's entries, and its HostName, User and Port are what the manifest says (a ``Host *`` of the
+    user's further down does not change them)."""
+    out = _ssh_file(user_cfg, cluster)
     out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     lines = [f"# Written by `reprobook cloudlab import` from {manifest.path.name} (cluster {cluster}); the next",
-             "# import of the cluster rewrites it. Host keys live in known_hosts, recorded by `reprobook trust-host`.", ""]
+             "# import of the cluster rewrites it, `reprobook cloudlab forget` removes it. Host keys live in",
+             "# known_hosts, recorded by `reprobook trust-host`.", ""]
     for n in manifest.nodes:
-        lines += [f"Host {n.name}", f"    HostName {n.hostname}", f"    User {n.user}", f"    Port {n.port}", ""]
+        lines += [f"Host {names[n.name]}", f"    HostName {n.hostname}", f"    User {n.user}", f"    Port {n.port}", ""]
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("\n".join(lines))
     os.replace(tmp, out)
@@ -450,6 +680,51 @@ def _write_ssh_config(cluster: str, manifest: Manifest, ssh_config: Path | None)
         user_cfg.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         user_cfg.write_text(f"{include}\n" + current)
     return out, user_cfg
+
+
+def forget_cluster(hosts_path: Path, cluster: str, *, ssh_config: Path | None = None) -> tuple[list[str], list[str]]:
+    """``reprobook cloudlab forget``: ``cluster`` out of ``hosts_path``, with the hosts an import wrote for it, its
+    SSH config file and the ``Include`` line of it. Every other line of both files stays byte for byte.
+
+    Returns the hosts removed and those kept (members of the cluster an import did not write, or that another
+    cluster names)."""
+    hosts_path = Path(hosts_path)
+    text, data = _load_text(hosts_path)
+    clusters, hosts = data.get("clusters") or {}, data.get("hosts") or {}
+    if cluster not in clusters:
+        raise ConfigError(f"no cluster named {cluster!r} in {hosts_path} (known: {', '.join(clusters) or 'none'}); "
+                          f"nothing was changed")
+    members = {m for ms in ((clusters[cluster] or {}).get("roles") or {}).values() for m in ms}
+    others = {m for c, v in clusters.items() if c != cluster and isinstance(v, dict)
+              for ms in (v.get("roles") or {}).values() for m in ms}
+    gone = sorted(m for m in members if m not in others and m.startswith(f"{cluster}-")
+                  and isinstance(hosts.get(m), dict) and hosts[m].get("node"))
+    kept = sorted(members - set(gone))
+    lines = _block_style(text, data)
+    lines = _edit_section(lines, "clusters", {cluster}, [])
+    lines = _edit_section(lines, "hosts", set(gone), [])
+    for key in ("hosts", "clusters"):   # a section left without entries is an empty mapping, not null
+        sections = _top_sections(lines)
+        if key in sections and key in data:
+            start, end = sections[key]
+            _, entries = _entries(lines, start, end)
+            if not entries and lines[start].split("#", 1)[0].strip() == f"{key}:":
+                lines[start] = f"{key}: {{}}" + (" #" + lines[start].split("#", 1)[1] if "#" in lines[start] else "")
+    new_text = "\n".join(lines) + ("\n" if lines else "")
+    _replace_checked(hosts_path, new_text, {k: v for k, v in hosts.items() if k not in gone},
+                     {k: v for k, v in clusters.items() if k != cluster})
+    user_cfg = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
+    own = _ssh_file(user_cfg, cluster)
+    own.unlink(missing_ok=True)
+    if user_cfg.is_file():
+        current = user_cfg.read_text()
+        kept_lines = [ln for ln in current.splitlines(keepends=True) if ln.rstrip("\r\n") != f"Include {own}"]
+        if len(kept_lines) != len(current.splitlines(keepends=True)):
+            if kept_lines:
+                user_cfg.write_text("".join(kept_lines))
+            else:
+                user_cfg.unlink()   # it held only the Include the import wrote (it made the file)
+    return gone, kept
 
 
 # --------------------------------------------------------------------------- host keys and the check
@@ -551,12 +826,13 @@ def check_cluster(project, cluster: str, claim=None) -> tuple[int, list[str]]:
 
 def import_manifest(project, path, cluster: str, *, user: str | None = None, roles_file: Path | None = None,
                     claim_key: str | None = None, workdir: str = DEFAULT_WORKDIR, assume_yes: bool = False,
-                    check: bool = True, out=print) -> int:
+                    check: bool = True, replace: bool = False, out=print) -> int:
     """``reprobook cloudlab import``: read, map roles, write, record keys, check. Returns the exit code."""
     from reprobook.core.config import load_project
     path = Path(path)
-    if not _NAME.match(cluster or ""):
-        raise ConfigError(f"--cluster {cluster!r}: a cluster name is letters, digits, '.', '_' and '-'")
+    if not _NAME.fullmatch(cluster or ""):
+        raise ConfigError(f"--cluster {cluster!r}: a cluster name is letters, digits, '.', '_' and '-' (at most 63, "
+                          f"not starting with '.', '_' or '-')")
     t0 = time.monotonic()
     manifest = read_manifest(path, user=user)
     names = [n.name for n in manifest.nodes]
@@ -568,7 +844,7 @@ def import_manifest(project, path, cluster: str, *, user: str | None = None, rol
     else:
         roles = roles_from_names(names)
     written = write_cluster(project.hosts.path, cluster, manifest, roles, workdir=workdir,
-                            ssh_config=project.settings.ssh_config)
+                            ssh_config=project.settings.ssh_config, replace=replace)
     took = time.monotonic() - t0
     hw = {}
     for n in manifest.nodes:
@@ -576,18 +852,39 @@ def import_manifest(project, path, cluster: str, *, user: str | None = None, rol
     out(f"cluster {cluster}: {len(names)} hosts written into {written.hosts_file} ({took:.2f} s; "
         + ", ".join(f"{r}: {len(m)}" for r, m in roles.items()) + "; "
         + ", ".join(f"{k} x{v}" for k, v in sorted(hw.items())) + ")"
-        + (f"; replaced {len(written.replaced)}" if written.replaced else "")
+        + (f"; replaced host(s) {', '.join(written.replaced)} (--replace)" if written.replaced else "")
         + (f"; removed {', '.join(written.removed)} (no longer in the experiment)" if written.removed else ""))
-    out(f"SSH config: {written.ssh_config} (included from {written.include_in}): `ssh {names[0]}` reaches "
+    shown = written.hosts[:4] + (["..."] if len(written.hosts) > 4 else [])
+    out(f"added hosts and SSH aliases {', '.join(shown)} (node {names[0]} is {written.hosts[0]}: the cluster's "
+        f"own names; {manifest.nodes[0].hostname})")
+    out(f"SSH config: {written.ssh_config} (included from {written.include_in}): `ssh {written.hosts[0]}` reaches "
         f"{manifest.nodes[0].hostname}")
+    record = manifest.record
+    if record.get("experiment"):
+        out(f"experiment: {record['experiment']}" + "".join(f", {k} {record[k]}" for k in ("project", "domain", "user")
+                                                              if record.get(k))
+            + " (recorded: a run on the cluster takes its CloudLab parameters from here)")
     if not check:
         return 0
     project = load_project(project.root)
-    record_keys(project, names, assume_yes=assume_yes)
+    record_keys(project, written.hosts, assume_yes=assume_yes)
     code, report = check_cluster(project, cluster, claim)
     for line in report:
         out(line)
     return code
+
+
+def forget(project, cluster: str, *, out=print) -> int:
+    """``reprobook cloudlab forget CLUSTER``: `forget_cluster`, and what it did in words."""
+    if not _NAME.fullmatch(cluster or ""):
+        raise ConfigError(f"{cluster!r}: a cluster name is letters, digits, '.', '_' and '-'")
+    gone, kept = forget_cluster(project.hosts.path, cluster, ssh_config=project.settings.ssh_config)
+    user_cfg = Path(project.settings.ssh_config) if project.settings.ssh_config else Path.home() / ".ssh" / "config"
+    out(f"cluster {cluster}: removed from {project.hosts.path} with {len(gone)} host(s)"
+        + (f" ({', '.join(gone[:4])}{', ...' if len(gone) > 4 else ''})" if gone else "")
+        + (f"; kept {', '.join(kept)} (not written by an import of it, or in another cluster)" if kept else ""))
+    out(f"SSH config: {_ssh_file(user_cfg, cluster)} and its Include in {user_cfg} removed")
+    return 0
 
 
 # --------------------------------------------------------------------------- profiles

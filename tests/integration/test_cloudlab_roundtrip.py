@@ -101,26 +101,29 @@ def test_pesto_rehearsal_profile_to_a_checked_cluster(bed, user_ssh, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "cluster rehearsal: 3 of 3 hosts answered" in res.stdout
     assert f"{claim}: every host answers and meets its role's requirements" in res.stdout
-    assert "  us-east-1-0 (server): " in res.stdout and "SHA256:" in res.stdout   # each fingerprint shown
+    assert "  rehearsal-us-east-1-0 (server): " in res.stdout and "SHA256:" in res.stdout   # each fingerprint shown
     # the keys were recorded through trust-host, one per host, into the known_hosts the SSH config names
     assert len(bed.known_hosts_path.read_text().splitlines()) == 3
     cfg = load_hosts(user_ssh)
-    assert dict(cfg.clusters["rehearsal"].roles) == {"control": ("control",), "server": ("us-east-1-0",),
-                                                     "client": ("client-0-0",)}
-    assert cfg.hosts["us-east-1-0"].ssh == f"{bed.user}@127.0.0.71:{bed.servers['lo-us-east-1-0'].port}"
-    assert "m510" in cfg.hosts["control"].description and "laptop" in cfg.hosts
+    # the cluster's own names (<cluster>-<node>), each with its name inside the cluster
+    assert dict(cfg.clusters["rehearsal"].roles) == {"control": ("rehearsal-control",),
+                                                     "server": ("rehearsal-us-east-1-0",),
+                                                     "client": ("rehearsal-client-0-0",)}
+    assert cfg.hosts["rehearsal-us-east-1-0"].ssh == f"{bed.user}@127.0.0.71:{bed.servers['lo-us-east-1-0'].port}"
+    assert cfg.hosts["rehearsal-us-east-1-0"].node == "us-east-1-0"
+    assert "m510" in cfg.hosts["rehearsal-control"].description and "laptop" in cfg.hosts
     assert user_ssh.read_text().startswith("# the evaluator's hosts\nhosts:\n  laptop:\n")
     # the SSH config the user's includes reaches each node by its short name with plain OpenSSH
-    out = subprocess.run(["ssh", "-F", str(bed.ssh_config_path), "us-east-1-0", "echo", "reached"],
+    out = subprocess.run(["ssh", "-F", str(bed.ssh_config_path), "rehearsal-us-east-1-0", "echo", "reached"],
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "reached", out.stderr
     # check-host and plan see the imported cluster as any other
     chk = subprocess.run(REPROBOOK + ["check-host", "rehearsal", "--claim", claim], capture_output=True, text=True,
                          timeout=120)
-    assert chk.returncode == 0 and "control (control)" in chk.stdout, chk.stdout + chk.stderr
+    assert chk.returncode == 0 and "rehearsal-control (control)" in chk.stdout, chk.stdout + chk.stderr
     plan = subprocess.run(REPROBOOK + ["plan", claim, "--host", "rehearsal", "-p", "scale", "rehearsal"],
                           capture_output=True, text=True, timeout=120)
-    assert plan.returncode == 0 and "role server: us-east-1-0" in plan.stdout, plan.stdout + plan.stderr
+    assert plan.returncode == 0 and "role server: rehearsal-us-east-1-0" in plan.stdout, plan.stdout + plan.stderr
 
 
 def test_sample_runs_paper_cluster_with_a_host_down_names_it_and_writes_the_others(bed, user_ssh, tmp_path):
@@ -133,8 +136,8 @@ def test_sample_runs_paper_cluster_with_a_host_down_names_it_and_writes_the_othe
     print(f"\n{res.stdout}\nimport and check of 13 loopback hosts, one down: {took:.1f} s")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "cluster pesto: 12 of 13 hosts answered" in res.stdout
-    assert "eu-west-1-1 (server): not reachable" in res.stdout
-    assert "  us-east-1-0 (server): " in res.stdout and "us-east-1-0 (server): not reachable" not in res.stdout
+    assert "pesto-eu-west-1-1 (server): not reachable" in res.stdout
+    assert "  pesto-us-east-1-0 (server): " in res.stdout and "us-east-1-0 (server): not reachable" not in res.stdout
     assert len(load_hosts(user_ssh).clusters["pesto"].roles["server"]) == 6   # written all the same
     # the host back: importing again records its key and every host answers
     bed.servers["lo-eu-west-1-1"].start()
@@ -192,14 +195,16 @@ def test_a_rehearsal_runs_on_the_imported_cluster(tmp_path, bed, monkeypatch):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "every host answers and meets its role's requirements" in res.stdout
     data = yaml.safe_load(hosts_file.read_text())
-    data["hosts"]["control"]["git_url_rewrites"] = {"https://github.com/": f"{harness.GIT_MIRROR}/"}
-    data["hosts"]["control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
+    data["hosts"]["rehearsal-control"]["git_url_rewrites"] = {"https://github.com/": f"{harness.GIT_MIRROR}/"}
+    data["hosts"]["rehearsal-control"]["env"] = {"RB_SSH_CONFIG": str(bed.ssh_config_path)}
     hosts_file.write_text(yaml.safe_dump(data, sort_keys=False))
     project = load_project(proj)
     run = perform(project, project.claim(claim), "rehearsal", {**harness.FAST, "clients": [4]}, progress=False,
                   poll_s=0.5)
     assert run.status == "succeeded", (run.manifest.get("error"), (run.path / "log.txt").read_text()[-3000:])
-    assert run.manifest["placement"]["roles"] == {"control": ["control"], "server": ["us-east-1-0"],
-                                                  "client": ["client-0-0", "client-0-1"]}
+    # the run placed the cluster's hosts, and the harness reached them by their names inside the cluster
+    assert run.manifest["placement"]["roles"] == {"control": ["rehearsal-control"], "server": ["rehearsal-us-east-1-0"],
+                                                  "client": ["rehearsal-client-0-0", "rehearsal-client-0-1"]}
+    assert run.manifest["placement"]["nodes"] == {f"rehearsal-{n}": n for n in names}
     verdict, frame = harness.claim_verdict(project.claim(claim), run)
     assert list(frame["client_total"]) == [4] and harness.rehearsal_verdicts(verdict) == ["holds", "holds"], verdict

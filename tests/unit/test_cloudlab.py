@@ -81,15 +81,22 @@ def test_the_real_101_node_manifest_imports_in_under_a_second_and_again_changes_
     cluster = cfg.clusters["hyperion"]
     members = [h for hs in cluster.roles.values() for h in hs]
     assert len(members) == 101 and len(set(members)) == 101
-    assert set(members) == {n.name for n in m.nodes} and "node1" in members
+    # each node is the cluster's own host <cluster>-<node>, with its name inside the cluster
+    assert set(members) == {f"hyperion-{n.name}" for n in m.nodes} and "hyperion-node1" in members
+    assert cfg.hosts["hyperion-node1"].node == "node1" and "node1" not in cfg.hosts
     # the right user, host name and port: as the manifest says, node by node
     for n in m.nodes:
-        assert cfg.hosts[n.name].target() == ("asdwb", f"{n.name}.asdwb-264395.hyperion-PG0.utah.cloudlab.us", None)
+        assert cfg.hosts[f"hyperion-{n.name}"].target() == (
+            "asdwb", f"{n.name}.asdwb-264395.hyperion-PG0.utah.cloudlab.us", None)
+    # the cluster records its experiment, project and domain (from the nodes' host names) and the user
+    assert dict(cluster.cloudlab) == {"experiment": "asdwb-264395", "project": "hyperion-pg0",
+                                      "domain": "utah.cloudlab.us", "user": "asdwb"}
     hw = {}
     for n in m.nodes:
         hw[n.hardware_type] = hw.get(n.hardware_type, 0) + 1
     assert hw == {"m510": 40, "xl170": 25, "c6525-25g": 18, "c6620": 17, "d6515": 1}  # as the README counts them
-    assert "c6525-25g" in cfg.hosts["node1"].description and "amd117.utah.cloudlab.us" in cfg.hosts["node1"].description
+    assert "c6525-25g" in cfg.hosts["hyperion-node1"].description
+    assert "amd117.utah.cloudlab.us" in cfg.hosts["hyperion-node1"].description
     # the other cluster, its hosts and every comment are as they were, in the same order
     text = hosts_path.read_text()
     assert _is_subsequence(HOSTS_YAML.splitlines(), text.splitlines())
@@ -98,7 +105,7 @@ def test_the_real_101_node_manifest_imports_in_under_a_second_and_again_changes_
     ssh_cfg = env / "ssh" / "reprobook" / "hyperion.conf"
     blocks = ssh_cfg.read_text().split("\nHost ")[1:]
     assert len(blocks) == 101
-    assert blocks[0].split() == ["node1", "HostName", "node1.asdwb-264395.hyperion-PG0.utah.cloudlab.us", "User",
+    assert blocks[0].split() == ["hyperion-node1", "HostName", "node1.asdwb-264395.hyperion-PG0.utah.cloudlab.us", "User",
                                  "asdwb", "Port", "22"]
     user_cfg = (env / "ssh" / "config").read_text().splitlines()
     assert user_cfg[0] == f"Include {ssh_cfg}" and "Host lab2" in user_cfg
@@ -119,8 +126,10 @@ def test_the_1_node_manifest_pc_hardware_is_read_from_vnode_and_a_second_import_
     assert _import(BIG, "--cluster", "exp") == 0
     assert _import(ONE, "--cluster", "exp") == 0   # the experiment was replaced by another: its hosts go
     cfg = load_hosts(env / "hosts.yaml")
-    assert dict(cfg.clusters["exp"].roles) == {"node": ("node-0",)}
-    assert not any(h.startswith("node1") for h in cfg.hosts) and {"lab1", "lab2", "node-0"} <= set(cfg.hosts)
+    assert dict(cfg.clusters["exp"].roles) == {"node": ("exp-node-0",)}
+    assert not any(h.startswith("exp-node1") for h in cfg.hosts) and {"lab1", "lab2", "exp-node-0"} <= set(cfg.hosts)
+    assert dict(cfg.clusters["exp"].cloudlab) == {"experiment": "pisces", "project": "tcm-test-pg0",
+                                                  "domain": "utah.cloudlab.us", "user": "tmitchel"}
     assert _is_subsequence(HOSTS_YAML.splitlines(), (env / "hosts.yaml").read_text().splitlines())
 
 
@@ -144,7 +153,7 @@ def test_a_login_per_project_member_needs_user(env, capsys):
     assert str(shared) in err and "tmitchel, alice" in err and "--user" in err
     assert (env / "hosts.yaml").read_text() == before
     assert _import(shared, "--cluster", "c", "--user", "alice") == 0
-    assert load_hosts(env / "hosts.yaml").hosts["node-0"].ssh == "alice@node-0.pisces.tcm-test-PG0.utah.cloudlab.us"
+    assert load_hosts(env / "hosts.yaml").hosts["c-node-0"].ssh == "alice@node-0.pisces.tcm-test-PG0.utah.cloudlab.us"
     assert _import(shared, "--cluster", "c", "--user", "bob") == 2
     assert "no login for user 'bob'" in capsys.readouterr().err
 
@@ -217,10 +226,21 @@ def test_node_names_that_do_not_fill_the_claims_roles_are_refused_naming_roles_a
 
 
 def test_a_host_name_another_cluster_uses_is_refused(env, capsys):
+    """Names are <cluster>-<node>: a node "lab2" of cluster "c" is c-lab2, no clash with the host lab2; a cluster
+    whose qualified names are another cluster's hosts (cluster "c" with node-0, cluster "c-node" with "0") is
+    refused, naming that cluster and the way out."""
     clash = _variant(env, "clash.xml", 'client_id="node-0"', 'client_id="lab2"')
+    assert _import(clash, "--cluster", "c") == 0
+    cfg = load_hosts(env / "hosts.yaml")
+    assert cfg.hosts["c-lab2"].node == "lab2" and cfg.hosts["lab2"].ssh == "lab2"
+    assert dict(cfg.clusters["mine"].roles) == {"control": ("lab1",), "worker": ("lab2",)}
+    assert _import(ONE, "--cluster", "c") == 0          # the same cluster again: replaced, c-lab2 gone
+    assert set(load_hosts(env / "hosts.yaml").hosts) == {"local", "lab1", "lab2", "c-node-0"}
+    split = _variant(env, "split.xml", 'client_id="node-0"', 'client_id="0"')
     before = (env / "hosts.yaml").read_bytes()
-    assert _import(clash, "--cluster", "c") == 2
-    assert "lab2 (in cluster 'mine')" in capsys.readouterr().err
+    assert _import(split, "--cluster", "c-node") == 2
+    err = capsys.readouterr().err
+    assert "c-node-0 (a host of cluster 'c')" in err and "reprobook cloudlab forget c" in err, err
     assert (env / "hosts.yaml").read_bytes() == before
 
 
@@ -229,7 +249,7 @@ def test_roles_file_and_the_claims_names(env, tmp_path):
     roles.write_text("control: [node1]\nworker: [node2, node3]\n")
     assert _import(BIG, "--cluster", "three", "--roles", roles) == 0
     cfg = load_hosts(env / "hosts.yaml")
-    assert dict(cfg.clusters["three"].roles) == {"control": ("node1",), "worker": ("node2", "node3")}
+    assert dict(cfg.clusters["three"].roles) == {"control": ("three-node1",), "worker": ("three-node2", "three-node3")}
     # the names the profile gives pesto/sample-runs fill its roles
     project = load_project(ROOT)
     names = [n for ns in cloudlab.role_names(project, project.claim("pesto/sample-runs")).values() for n in ns]
@@ -243,7 +263,7 @@ def test_an_empty_flow_style_hosts_file_takes_the_cluster(env):
     (env / "hosts.yaml").write_text("# only a comment\nhosts: {}\n")
     assert _import(ONE, "--cluster", "one") == 0
     text = (env / "hosts.yaml").read_text()
-    assert text.startswith("# only a comment\nhosts:\n  node-0:\n") and yaml.safe_load(text)["clusters"]["one"]
+    assert text.startswith("# only a comment\nhosts:\n  one-node-0:\n") and yaml.safe_load(text)["clusters"]["one"]
 
 
 # --------------------------------------------------------------------------- the Lab panel

@@ -208,6 +208,10 @@ def test_a_generated_configs_labels_reach_the_loader(mirror, tmp_path):
     assert (row["experiment"], row["system"], row["client_total"]) == ("sharding", "Pesto", 30)
 
 
+ALICE = {"cloudlab_user": "alice", "cloudlab_experiment": "pequin", "cloudlab_project": "pequin-pg0"}
+"""The CloudLab names a run on a hand-written cluster (no experiment recorded) is given: the authors' own."""
+
+
 def _project_from_git(tmp_path, monkeypatch):
     """The project, with the authors' files taken from the local git mirror at their commits (no file mirror)."""
     from reprobook.core.config import load_project
@@ -232,8 +236,8 @@ def test_a_live_run_of_the_sample_runs_derives_its_configs_at_the_pinned_commit(
     with pytest.raises(ConfigError, match="set the parameter cloudlab_user"):
         generate_inputs(project, make_plan(claim, {}), placement)
     with pytest.raises(ConfigError, match="client_experiment_length: an experiment of 30 s leaves nothing"):
-        generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "duration_s": 30}), placement)   # 15 s ramps
-    made = generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "duration_s": 30, "ramp_s": 5}), placement)
+        generate_inputs(project, make_plan(claim, {**ALICE, "duration_s": 30}), placement)   # 15 s ramps
+    made = generate_inputs(project, make_plan(claim, {**ALICE, "duration_s": 30, "ramp_s": 5}), placement)
     assert [m.name for m in made] == ["Pequin-TPCC-SQL-20wh.json", "100000.json", "Zipf-Inconsistent.json",
                                       "Uniform-Failure-2.json"]
     tpcc = json.loads(made[0].data)
@@ -387,7 +391,7 @@ def test_the_paper_scale_derives_the_authors_configs_for_the_cloudlab_cluster_an
     claim = project.claim("pesto/inconsistency")
     servers = ("us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1", "eu-west-1-2")
     cloudlab = Placement({"control": ("local",), "server": servers, "client": ("client-0-0",)}, "control")
-    paper = make_plan(claim, {"cloudlab_user": "alice"})
+    paper = make_plan(claim, {**ALICE})
     assert paper.claim.inputs["generator"] == "pequin.configs" and paper.claim.roles["server"].min == 6
     made = generate_inputs(project, paper, cloudlab)
     assert [m.name for m in made] == ["Uniform-Eager-low.json", "Uniform-Eager.json", "Uniform-FailEager-low.json",
@@ -397,7 +401,7 @@ def test_the_paper_scale_derives_the_authors_configs_for_the_cloudlab_cluster_an
     assert config["emulab_user"] == "alice" and config["fault_tolerance"] == 1   # the authors' replication kept
     assert [n for names in config["server_names"] for n in names] == list(servers)
     with pytest.raises(ConfigError, match=r"each config runs its own client settings; -p clients \(2, 4\)"):
-        generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "clients": [2, 4]}), cloudlab)
+        generate_inputs(project, make_plan(claim, {**ALICE, "clients": [2, 4]}), cloudlab)
     ours = Placement({"control": ("local",), "server": ("us-east-1-0",), "client": ("client-0-0",)}, "control")
     rehearsal = make_plan(claim, {"scale": "rehearsal"})
     assert rehearsal.claim.inputs["generator"] == "pequin.cluster" and rehearsal.claim.roles["server"].max == 1
@@ -727,7 +731,7 @@ def test_the_workloads_paper_scale_prepares_each_system_in_the_cloudlab_home_wit
                            "client": tuple(f"client-{i}-0" for i in range(6))}, "control")
     assert len(claim.parameters["configs"].default) == 27   # the seven systems' configs of the guide
     tpcc = [c for c in claim.parameters["configs"].default if "TPCC" in c and "low" not in c]   # one per system
-    made = {m.name: m for m in generate_inputs(project, make_plan(claim, {"cloudlab_user": "alice", "configs": tpcc}),
+    made = {m.name: m for m in generate_inputs(project, make_plan(claim, {**ALICE, "configs": tpcc}),
                                                placement)}
     assert len([n for n in made if n.endswith(".json")]) == 7
     prepared = sorted(n for n in made if n.endswith(".prepare.sh"))

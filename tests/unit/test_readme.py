@@ -28,6 +28,10 @@ COMMANDS = [
      "tests/unit/test_cloudlab_profiles.py (the profile run under the real geni-lib)"),
     ("reprobook cloudlab import manifest.xml --cluster pesto --claim pesto/sample-runs", 1,
      "tests/integration/test_cloudlab_roundtrip.py (on loopback sshd hosts: 1 while a host falls short or is down)"),
+    ("reprobook run pesto/sample-runs --source live --host pesto --dry-run", 0,
+     "tests/unit/test_cloudlab_clusters.py (on a cluster imported from a manifest, no host contacted)"),
+    ("reprobook cloudlab forget pesto", 0, "tests/unit/test_cloudlab_clusters.py and "
+     "tests/integration/test_hostile_cloudlab.py"),
     ("reprobook --help", 0, "here"),
     (".venv/bin/python -m benchmarks --help", 0, "here"),
 ]

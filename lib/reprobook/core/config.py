@@ -42,14 +42,26 @@ LOCAL = "local"
 
 # --------------------------------------------------------------------------- hosts
 
-# strict: a user or host that ssh, scp or rsync could read as an option (``-oProxyCommand=…``) never matches
-_USER_HOST_PORT = re.compile(r"(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9_.-]*)@)?"   # matched in full: "h\n" is none
+# strict: a user or host that ssh, scp or rsync could read as an option (``-oProxyCommand=…``) never matches;
+# matched whole (``fullmatch``: "x\n" is not a name)
+_USER_HOST_PORT = re.compile(r"(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9_.-]*)@)?"
                              r"(?P<host>\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<port>\d+))?")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+"""A host's name in hosts.yaml and a node's name in its cluster (matched whole): one word for ssh, rsync and a shell,
+never an option."""
+_CLOUDLAB_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+CLOUDLAB_KEYS = ("experiment", "project", "domain", "user")
+"""What a cluster imported from a CloudLab manifest records of its experiment (``clusters.<name>.cloudlab``)."""
 
 
 @dataclass(frozen=True)
 class HostSpec:
-    """A named host: where to SSH to and where to work there."""
+    """A named host: where to SSH to and where to work there.
+
+    ``node`` is the host's name inside its cluster: what the other hosts of the cluster (and an artifact's own
+    scripts on them) call it, a CloudLab manifest's ``client_id``; by default the host's own name. Imported
+    hosts are named ``<cluster>-<node>`` here, so two clusters' ``node-0`` never meet.
+    """
 
     name: str
     ssh: str
@@ -59,10 +71,16 @@ class HostSpec:
     connect_timeout_s: float | None = None
     host_key_policy: str = "strict"
     env: Mapping[str, str] = field(default_factory=dict)
+    node: str = ""
 
     @property
     def is_local(self) -> bool:
         return self.ssh == LOCAL
+
+    @property
+    def node_name(self) -> str:
+        """The host's name inside its cluster (``node``, else its own name)."""
+        return self.node or self.name
 
     def target(self) -> tuple[str | None, str, int | None]:
         """Split ``ssh`` into (user, host or alias, port)."""
@@ -76,9 +94,17 @@ class HostSpec:
 
 @dataclass(frozen=True)
 class Cluster:
+    """Role -> host names; ``cloudlab``: the experiment it was imported from (experiment, project, domain, user)."""
+
     name: str
     roles: Mapping[str, tuple[str, ...]]
     description: str = ""
+    cloudlab: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Every host of the cluster once, in role order."""
+        return tuple(dict.fromkeys(h for names in self.roles.values() for h in names))
 
 
 @dataclass(frozen=True)
@@ -94,16 +120,29 @@ class HostsConfig:
             raise ConfigError(f"no host named {name!r} (known: {', '.join(sorted(self.hosts))})", file=self.path) from None
 
 
+def _word(value, rx, *, path, key: str, what: str) -> None:
+    if not isinstance(value, str) or not rx.fullmatch(value):
+        raise ConfigError(f"{value!r} is not {what} (letters, digits, '.', '_' and '-', not first; one word)",
+                          file=path, key=key)
+
+
 def load_hosts(path: Path) -> HostsConfig:
+    """``hosts.yaml``: validated against its schema, every host name, node name and SSH target checked whole."""
     data = load_yaml(path, "hosts")
     hosts = {LOCAL: HostSpec(name=LOCAL, ssh=LOCAL, workdir=str(Path.home() / "reprobook-work"),
                              description="this machine, without SSH")}
     for name, h in (data.get("hosts") or {}).items():
+        _word(name, HOST_NAME, path=path, key=f"hosts.{name!r}", what="a host name")
+        if name == LOCAL:
+            raise ConfigError("'local' is built in (this machine, without SSH) and cannot be redefined; name the "
+                              "host otherwise", file=path, key="hosts.local")
+        if h.get("node") is not None:
+            _word(h["node"], HOST_NAME, path=path, key=f"hosts.{name}.node", what="a node name")
         spec = HostSpec(
             name=name, ssh=h["ssh"], workdir=h["workdir"], description=h.get("description", ""),
             git_url_rewrites=_frozen(h.get("git_url_rewrites")),
             connect_timeout_s=h.get("connect_timeout_s"),
-            host_key_policy=h.get("host_key_policy", "strict"), env=_frozen(h.get("env")),
+            host_key_policy=h.get("host_key_policy", "strict"), env=_frozen(h.get("env")), node=h.get("node") or "",
         )
         try:
             spec.target()
@@ -112,11 +151,15 @@ def load_hosts(path: Path) -> HostsConfig:
         hosts[name] = spec
     clusters = {}
     for cname, c in (data.get("clusters") or {}).items():
+        _word(cname, HOST_NAME, path=path, key=f"clusters.{cname!r}", what="a cluster name")
         for role, members in c["roles"].items():
             for i, member in enumerate(members):
                 if member not in hosts:
                     raise ConfigError(f"unknown host {member!r}", file=path, key=f"clusters.{cname}.roles.{role}[{i}]")
-        clusters[cname] = Cluster(cname, _frozen({r: tuple(m) for r, m in c["roles"].items()}), c.get("description", ""))
+        for k, v in (c.get("cloudlab") or {}).items():
+            _word(v, _CLOUDLAB_VALUE, path=path, key=f"clusters.{cname}.cloudlab.{k}", what=f"a CloudLab {k}")
+        clusters[cname] = Cluster(cname, _frozen({r: tuple(m) for r, m in c["roles"].items()}), c.get("description", ""),
+                                  _frozen({k: str(v) for k, v in (c.get("cloudlab") or {}).items()}))
     return HostsConfig(Path(path), _frozen(hosts), _frozen(clusters))
 
 
@@ -524,7 +567,11 @@ def load_paper(path: Path) -> Paper:
                     raise ConfigError("the values of a sweep axis must be of one type", file=path,
                                       key=f"{where}.parameters.{k}.default")
                 default = tuple(default)
-            params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where))
+            if v.get("from_cluster") and not isinstance(default, str):
+                raise ConfigError("a parameter whose value comes from the cluster takes a string (its default: "
+                                  "\"\" for the cluster's)", file=path, key=f"{where}.parameters.{k}.from_cluster")
+            params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where),
+                                  v.get("from_cluster", ""))
         scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:

@@ -42,14 +42,29 @@ class RunInput:
 
 Generator = Callable[..., "list[RunInput]"]
 _GENERATORS: dict[str, Generator] = {}
+_CHECKS: dict[str, Callable[..., None]] = {}
 
 
-def generator(name: str) -> Callable[[Generator], Generator]:
-    """Register ``fn(project, claim, params, placement, *, facts, **options) -> list[RunInput]`` under ``name``."""
+def generator(name: str, *, check: Callable[..., None] | None = None) -> Callable[[Generator], Generator]:
+    """Register ``fn(project, claim, params, placement, *, facts, **options) -> list[RunInput]`` under ``name``.
+
+    ``check(project, claim, params, placement)``, when given, is what can be known of the inputs before any host
+    is contacted (`precheck`): it raises `ConfigError` for a run whose inputs could not be right."""
     def register(fn: Generator) -> Generator:
         _GENERATORS[name] = fn
+        if check is not None:
+            _CHECKS[name] = check
         return fn
     return register
+
+
+def precheck(project, plan, placement) -> None:
+    """The generator's own check of a live `reprobook.core.plan.RunPlan` on ``placement``, before anything runs
+    (``reprobook plan``, ``run --dry-run`` and a run alike)."""
+    name = (plan.claim.inputs or {}).get("generator")
+    _load_builtin()
+    if name in _CHECKS:
+        _CHECKS[name](project, plan.claim, plan.params, placement)
 
 
 def names() -> list[str]:

@@ -121,6 +121,9 @@ class Parameter:
     default: Any
     help: str
     pattern: Pattern | None = None   # what a value may look like (`reprobook.core.patterns`); None: any of its type
+    from_cluster: str = ""
+    """``cloudlab.experiment`` ...: a live run on a cluster that records it takes its value from there unless given
+    (`reprobook.core.plan.cluster_values`)."""
 
 
 PRESENTATIONS = ("plot", "table", "both")

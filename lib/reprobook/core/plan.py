@@ -49,6 +49,7 @@ class RunPlan:
     # per point), and how many runs said so: `learn` sets them, `expected_minutes` reads them
     learned: Mapping[str, float] = field(default_factory=dict)
     learned_runs: int = 0
+    origins: Mapping[str, str] = field(default_factory=dict)   # parameter -> where its value came from, in words
 
     @property
     def live(self) -> bool:
@@ -126,6 +127,7 @@ class RunPlan:
             "claim": self.claim.key, "source": self.source, "target": self.target, "cluster": self.cluster,
             "run_id": self.run_id, "new": self.new,
             "asked": dict(self.asked), "parameters": {k: _jsonable(v) for k, v in self.params.items()},
+            "origins": dict(self.origins),
             "scale": self.scale,
             "deviations": [d.as_dict() for d in self.deviations],
             "roles": {r: list(h) for r, h in self.roles.items()},
@@ -156,7 +158,8 @@ class RunPlan:
         shown = {k: v for k, v in self.params.items() if k != "scale"}
         if shown:
             lines.append("  parameters:   " + ", ".join(
-                f"{k}={_words(v)}" + ("" if k in self.asked else " (default)") for k, v in shown.items()))
+                f"{k}={_words(v)}" + (f" ({self.origins[k]})" if k in self.origins else "" if k in self.asked
+                                      else " (default)") for k, v in shown.items()))
         if self.roles:
             for role, hosts in self.roles.items():
                 needs = "; ".join(self.requirements.get(role, [])) or "any machine"
@@ -192,7 +195,7 @@ class RunPlan:
 
 def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | None" = None, source: str = "auto",
               target: str = "", roles: Mapping[str, tuple[str, ...]] | None = None, cluster: str = "",
-              run_id: str = "", new: bool = False) -> RunPlan:
+              run_id: str = "", new: bool = False, origins: Mapping[str, str] | None = None) -> RunPlan:
     """The `RunPlan` of ``claim`` with ``params`` (`ConfigError` for an unknown name or an ill-typed value).
 
     This is where a run's parameters are resolved; everything downstream reads ``plan.params``.
@@ -210,7 +213,33 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     steps += [(s.name, s.role or claim.control_role, s.where) for s in (*claim.setup, *claim.run)]
     return RunPlan(claim, asked, resolved, source=source, target=target,
                    roles={r: tuple(h) for r, h in (roles or {}).items()}, cluster=cluster, run_id=run_id, new=new,
-                   steps=tuple(steps), repositories=repos)
+                   steps=tuple(steps), repositories=repos, origins=dict(origins or {}))
+
+
+def cluster_values(claim: "Claim", params: Mapping | None, cluster) -> tuple[dict[str, Any], dict[str, str]]:
+    """``params`` with the values a live run on ``cluster`` (a `reprobook.core.config.Cluster`, or None) takes
+    from it, and where each parameter that may come from a cluster got its value, in words.
+
+    A parameter declared ``from_cluster: cloudlab.experiment`` takes the cluster's recorded experiment unless it is
+    given (an empty string is not given: a notebook's "" means "the cluster's")."""
+    out = dict(params or {})
+    origins: dict[str, str] = {}
+    name = getattr(cluster, "name", "")
+    for k, p in claim.parameters.items():
+        if not p.from_cluster:
+            continue
+        section, key = p.from_cluster.split(".", 1)
+        recorded = str((getattr(cluster, section, None) or {}).get(key) or "")
+        given = out.get(k)
+        if given not in (None, ""):
+            origins[k] = ("given" + (f"; cluster {name} records {recorded}" if recorded and recorded != given else ""))
+        elif recorded:
+            out[k] = recorded
+            origins[k] = f"from cluster {name}: its CloudLab {key}"
+        else:
+            out.pop(k, None)
+            origins[k] = ("default: " + (f"cluster {name} records no CloudLab {key}" if name else "not on a cluster"))
+    return out, origins
 
 
 _STEP_LINE = re.compile(r"^### reprobook step (\d+(?:-\d+)?)/\d+: (.*?)(?: \(expected [^)]*\))?"

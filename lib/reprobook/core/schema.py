@@ -47,7 +47,8 @@ def load_yaml(path: Path, schema: str) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
-        raise ConfigError(f"not valid YAML: {exc}", file=path, key=where) from exc
+        words = " ".join(x for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        raise ConfigError(f"not valid YAML: {words or str(exc).splitlines()[0]}", file=path, key=where) from None
     validator = jsonschema_module().Draft202012Validator(_schema(schema))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:

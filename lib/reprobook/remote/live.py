@@ -33,7 +33,7 @@ from typing import Callable, Mapping
 
 from reprobook.core.archives import ArchiveRefused, Budget, Limits
 from reprobook.core.config import Claim, Project
-from reprobook.core.plan import RunPlan, make_plan
+from reprobook.core.plan import RunPlan, cluster_values, make_plan
 from reprobook.errors import (ConfigError, ExperimentError, HostBusy, LimitExceeded, OutputsRefused, ReprobookError,
                               RequirementsNotMet, TestbedError)
 from reprobook.remote.hosts import Host, open_host
@@ -65,8 +65,13 @@ def plan_live(project: Project, claim: Claim, target: str, params: Mapping, *, n
         raise ConfigError(f"{claim.key} cannot be run by reprobook: it has no steps to run on a host.{how}")
     claim = claim.at_scale(claim.scale_of(params))   # the roles a scale gives of its own decide the placement
     placement = place(project, claim, target)
+    # a cluster imported from a testbed gives the parameters that name its experiment, unless they are given
+    params, origins = cluster_values(claim, params, project.hosts.clusters.get(placement.cluster))
     draft = make_plan(claim, params, paper=project.paper(claim.paper), source="live", target=target,
-                      roles=placement.roles, cluster=placement.cluster, new=new)
+                      roles=placement.roles, cluster=placement.cluster, new=new, origins=origins)
+    if claim.inputs:   # what the generated inputs would name outside the placement: refused before anything runs
+        from reprobook.core.inputs import precheck
+        precheck(project, draft, placement)
     env = param_env(draft)
     nonce = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") if new else None
     given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
@@ -112,7 +117,7 @@ def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False
     recorded under the plan's id is attached to, resumed, or (when it succeeded) returned.
     """
     claim = plan.claim
-    placement = Placement(dict(plan.roles), next(iter(plan.roles)), plan.cluster)
+    placement = Placement.of(project, dict(plan.roles), next(iter(plan.roles)), plan.cluster)
     store = RunStore(project.settings.runs_dir)
     given = {n: (d.encode() if isinstance(d, str) else bytes(d)) for n, d in (inputs or {}).items()}
     with store.lock(plan.run_id).acquire(on_wait=_waiting(plan.run_id)):

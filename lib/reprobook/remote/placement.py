@@ -16,9 +16,11 @@ or from a single host, which then plays every role (when the counts allow it).
 The run's job lives on the control host; a step of another role runs on each of
 that role's hosts over SSH from the control host (as the guide's own scripts do),
 so the run stays one detached job. Inside a cluster, hosts reach each other by
-their names in ``hosts.yaml`` (the guide's names), through the control host's
-SSH configuration; steps see the lists as ``RB_HOSTS_<ROLE>`` (space-separated)
-and the control host as ``RB_CONTROL_HOST``.
+their names inside the cluster (a host's ``node`` in ``hosts.yaml``, else its name
+there: the guide's names, a CloudLab manifest's ``client_id``), through the control
+host's SSH configuration or the experiment's own name service; steps see the lists as
+``RB_HOSTS_<ROLE>`` (space-separated) and the control host as ``RB_CONTROL_HOST``,
+by those names.
 
 Before a run, `survey` opens every host in parallel, probes its facts and judges
 each against its roles' requirements; a `PlacementRefused` names every host that
@@ -66,11 +68,24 @@ class PlacementRefused(TestbedError):
 
 @dataclass(frozen=True)
 class Placement:
-    """Role -> host names for one run; the control role first."""
+    """Role -> host names (``hosts.yaml``'s) for one run; the control role first.
+
+    ``nodes``: a host's name inside the cluster where it is not its name in ``hosts.yaml`` (an imported
+    cluster's ``pesto-us-east-1-0`` is ``us-east-1-0`` there): the name the steps and generated inputs use.
+    """
 
     roles: Mapping[str, tuple[str, ...]]
     control_role: str = CONTROL
     cluster: str = ""
+    nodes: Mapping[str, str] = field(default_factory=dict)
+
+    def node(self, host: str) -> str:
+        """``host``'s name inside the cluster."""
+        return self.nodes.get(host, host)
+
+    def node_roles(self) -> dict[str, tuple[str, ...]]:
+        """Role -> the hosts' names inside the cluster (what an artifact's configs name)."""
+        return {r: tuple(self.node(h) for h in names) for r, names in self.roles.items()}
 
     @property
     def control(self) -> str:
@@ -105,20 +120,32 @@ class Placement:
 
     def env(self) -> dict[str, str]:
         """``RB_CONTROL_HOST`` and ``RB_HOSTS_<ROLE>`` for the steps."""
-        out = {"RB_CONTROL_HOST": self.control}
-        for role, names in self.roles.items():
+        out = {"RB_CONTROL_HOST": self.node(self.control)}
+        for role, names in self.node_roles().items():
             out["RB_HOSTS_" + re.sub(r"[^A-Za-z0-9]", "_", role).upper()] = " ".join(names)
         return out
 
     def as_dict(self) -> dict:
-        return {"cluster": self.cluster, "control": self.control,
-                "roles": {r: list(n) for r, n in self.roles.items()}}
+        out = {"cluster": self.cluster, "control": self.control,
+               "roles": {r: list(n) for r, n in self.roles.items()}}
+        if self.nodes:
+            out["nodes"] = dict(self.nodes)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Placement":
         roles = {r: tuple(n) for r, n in data["roles"].items()}
         control_role = next(r for r, n in roles.items() if n and n[0] == data["control"])
-        return cls(roles, control_role, data.get("cluster", ""))
+        return cls(roles, control_role, data.get("cluster", ""), dict(data.get("nodes") or {}))
+
+    @classmethod
+    def of(cls, project: Project, roles: Mapping[str, tuple[str, ...]], control_role: str,
+           cluster: str = "") -> "Placement":
+        """The placement of ``roles`` with each host's name inside the cluster from ``hosts.yaml``."""
+        specs = project.hosts.hosts
+        nodes = {h: specs[h].node for names in roles.values() for h in names if h in specs and specs[h].node
+                 and specs[h].node != h}
+        return cls({r: tuple(n) for r, n in roles.items()}, control_role, cluster, nodes)
 
 
 def place(project: Project, claim: Claim, target: str) -> Placement:
@@ -154,7 +181,7 @@ def place(project: Project, claim: Claim, target: str) -> Placement:
     control_role = next(iter(roles))
     if len(chosen[control_role]) != 1:
         raise ConfigError(f"the control role {control_role!r} of {claim.key} takes one host")
-    return Placement(chosen, control_role, target if target in clusters else "")
+    return Placement.of(project, chosen, control_role, target if target in clusters else "")
 
 
 @dataclass

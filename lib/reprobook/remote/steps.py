@@ -346,10 +346,10 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
     lines = []
     for h in hosts:
         cwd = step.cwd if step.cwd.startswith("/") else f"{h.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
-        script = "\n".join([f"export {k}={q(v)}" for k, v in {**env, "RB_WORKDIR": h.workdir, "RB_HOST": h.name}.items()]
+        script = "\n".join([f"export {k}={q(v)}" for k, v in {**env, "RB_WORKDIR": h.workdir, "RB_HOST": h.node_name}.items()]
                            + ["set -euo pipefail", _HELPERS, f"mkdir -p {q(h.workdir)}", f"cd {q(cwd)}",
                               _text(step)]) + "\n"
-        lines.append(f"rb_par {q(h.name)} {base64.b64encode(script.encode()).decode()}")
+        lines.append(f"rb_par {q(h.node_name)} {base64.b64encode(script.encode()).decode()}")
     return "\n".join(lines + ["rb_par_wait"])
 
 
@@ -374,7 +374,7 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
     if placement is None:   # one host plays every role
         placement = Placement({r: (host.name,) for r in (claim.roles or [claim.control_role])}, claim.control_role)
     roles, placement_env = dict(placement.roles), placement.env()
-    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, "RB_HOST": host.name, **placement_env,
+    env = {"RB_RUN_DIR": remote_run_dir, "RB_WORKDIR": host.workdir, "RB_HOST": placement.node(host.name), **placement_env,
            **param_env(run)}
     git_config = [(f"url.{new}.insteadOf", old) for old, new in host.git_url_rewrites.items()]
     if any(new.startswith(("/", "file:")) for new in host.git_url_rewrites.values()):

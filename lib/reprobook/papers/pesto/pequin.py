@@ -409,16 +409,92 @@ def _short(value: Any, width: int = 90) -> str:
 from reprobook.core.inputs import RunInput, generator  # noqa: E402  (the registry imports this module to fill itself)
 
 
-@generator("pequin.configs")
+AUTHORS_DOMAIN = "utah.cloudlab.us"
+"""The cluster domain the authors' configs name in their host formats (``%s.%s.%s.utah.cloudlab.us``)."""
+CLOUDLAB_PARAMETERS = (("cloudlab_experiment", "experiment"), ("cloudlab_project", "project"),
+                       ("cloudlab_domain", "domain"), ("cloudlab_user", "user"))
+"""The parameters that name the run's CloudLab experiment, and what an imported cluster records of each."""
+
+
+def config_host(node: str, params: Mapping[str, Any]) -> str:
+    """The host name a derived config gives the node ``node``: ``<node>.<experiment>.<project>.<domain>``, as the
+    harness formats ``server_host_format_str`` with the parameters (the domain the authors' unless
+    ``cloudlab_domain``)."""
+    return (f"{node}.{params['cloudlab_experiment']}.{params['cloudlab_project']}."
+            f"{params.get('cloudlab_domain') or AUTHORS_DOMAIN}")
+
+
+def check_cluster_names(project, claim, params: Mapping[str, Any], placement) -> None:
+    """Refuse a run whose configs would name hosts outside its cluster, before anything runs.
+
+    The configs name each server and client ``<node>.<experiment>.<project>.<domain>`` (`config_host`). Where the
+    cluster records its CloudLab experiment (an import), each of the three must be the recorded one; where a host's SSH target is such a name, the config's name for it must be that target.
+    The message names the parameter and what would fix it. Values not set yet are left to the run (`run_configs`
+    asks for them).
+    """
+    cluster = project.hosts.clusters.get(placement.cluster) if placement.cluster else None
+    recorded = dict(getattr(cluster, "cloudlab", None) or {})
+    where = f"cluster {placement.cluster!r}" if placement.cluster else f"host {placement.control!r}"
+
+    def refuse(param: str, value: str, right: str, why: str):
+        raise ConfigError(f"{claim.key}: the configs would name hosts outside {where}: {why}; -p {param} {value} "
+                          f"is not the cluster's {right}: leave -p {param} out (the cluster's is used) or give "
+                          f"-p {param} {right}")
+
+    for param, key in CLOUDLAB_PARAMETERS[:3]:   # the names in the hosts' names (the user logs in, names none)
+        value = str(params.get(param) or "")
+        if key == "domain":
+            value = value or AUTHORS_DOMAIN
+        if recorded.get(key) and (value or key == "domain") and value.lower() != recorded[key].lower():
+            example = config_host(placement.node(next(iter(placement.roles.get("server", ())), placement.control)),
+                                  params)
+            refuse(param, value, recorded[key],
+                   f"the CloudLab {key} is {recorded[key]}, and the configs would say {value} ({example})")
+    for role in ("server", "client"):
+        for host in placement.roles.get(role, ()):
+            spec = project.hosts.hosts.get(host)
+            if spec is None or spec.is_local:
+                continue
+            user, target, _ = spec.target()
+            node = placement.node(host)
+            parts = target.lower().split(".")
+            if not (params.get("cloudlab_experiment") and params.get("cloudlab_project")):
+                break
+            if len(parts) < 5 or parts[0] != node.lower():   # an alias or an address: nothing to compare with
+                continue
+            named = config_host(node, params)
+            if named.lower() == target.lower():
+                continue
+            got = [node, str(params["cloudlab_experiment"]), str(params["cloudlab_project"]),
+                   str(params.get("cloudlab_domain") or AUTHORS_DOMAIN)]
+            want = [parts[0], parts[1], parts[2], ".".join(parts[3:])]
+            for i, param in ((1, "cloudlab_experiment"), (2, "cloudlab_project"), (3, "cloudlab_domain")):
+                if got[i].lower() != want[i]:
+                    refuse(param, got[i], want[i], f"its host {host} is {target}, and the configs would name {named}")
+
+
+def _need_cloudlab_parameters(claim, params: Mapping[str, Any], placement) -> None:
+    for name in ("cloudlab_user", "cloudlab_experiment", "cloudlab_project"):
+        if not str(params.get(name) or "").strip():
+            where = (f"cluster {placement.cluster!r} records no CloudLab experiment (a cluster imported with "
+                     f"`reprobook cloudlab import` does)" if placement.cluster else "a single host has no experiment")
+            raise ConfigError(f"{claim.key}: set the parameter {name} (the configs name the CloudLab project, "
+                              f"experiment and user, and {where}), e.g. -p {name} VALUE")
+
+
+@generator("pequin.configs", check=check_cluster_names)
 def run_configs(project, claim, params: Mapping[str, Any], placement, *, repository: str = "pequin-artifact",
                 parameter: str = "configs", facts: Mapping | None = None) -> list[RunInput]:
     """The configs a live run of a Pequin claim runs: each authors' file named by the claim's ``parameter``
     (a path in ``repository``, at the paper's pinned commit), derived for the run's placement and parameters.
 
-    The claim's parameters ``cloudlab_project``, ``cloudlab_experiment``, ``cloudlab_user``,
-    ``output_dir`` and ``src_dir`` fill the guide's six fields (``output_dir`` and ``src_dir`` relative to
-    the control host's workdir unless absolute); ``duration_s``, ``ramp_s`` and ``runs`` (0: the config's
-    own) are applied when the claim has them. The servers are the placement's role ``server``.
+    The claim's parameters ``cloudlab_project``, ``cloudlab_experiment``, ``cloudlab_user`` (on a cluster imported
+    from a CloudLab manifest: the cluster's, unless given), ``output_dir`` and ``src_dir`` fill the guide's six
+    fields (``output_dir`` and ``src_dir`` relative to the control host's workdir unless absolute);
+    ``cloudlab_domain`` (when set) the host formats' domain; ``duration_s``, ``ramp_s`` and ``runs`` (0: the
+    config's own) are applied when the claim has them. The servers are the placement's role ``server``, by their
+    names inside the cluster. A run whose configs would name hosts outside its cluster is refused
+    (`check_cluster_names`).
     """
     from reprobook.core import artifacts
     paper = project.paper(claim.paper)
@@ -426,16 +502,16 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
         raise ConfigError(f"{claim.key}: inputs.options.repository names no repository of the paper: {repository!r}",
                           file=paper.path)
     repo = paper.repositories[repository]
-    for name in ("cloudlab_project", "cloudlab_experiment", "cloudlab_user"):
-        if not str(params.get(name) or "").strip():
-            raise ConfigError(f"{claim.key}: set the parameter {name} (the configs name the CloudLab project, "
-                              f"experiment and user), e.g. -p {name} VALUE")
+    _need_cloudlab_parameters(claim, params, placement)
+    check_cluster_names(project, claim, params, placement)
+    nodes = placement.node_roles()
     workdir = project.hosts.host(placement.control).workdir.rstrip("/")
     where = lambda p: p if str(p).startswith("/") else f"{workdir}/{p}"  # noqa: E731
     exp = ExperimentParams(project=params["cloudlab_project"], experiment=params["cloudlab_experiment"],
                            user=params["cloudlab_user"], local_output_dir=where(params["output_dir"]),
                            src_dir=where(params["src_dir"]), duration_s=params.get("duration_s") or None,
-                           ramp_s=params.get("ramp_s") or None, runs=params.get("runs") or None)
+                           ramp_s=params.get("ramp_s") or None, runs=params.get("runs") or None,
+                           cluster_domain=params.get("cloudlab_domain") or None)
     given = [c for c in (params.get("clients") or ()) if int(c) != 0]
     if given:
         raise ConfigError(f"{claim.key}: on the paper's cluster each config runs its own client settings; "
@@ -446,13 +522,13 @@ def run_configs(project, claim, params: Mapping[str, Any], placement, *, reposit
     out, made = [], []
     for path in files:
         ref = artifacts.ArtifactRef(repo.slug, repo.commit, str(path))
-        gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": placement.roles.get("server", ())},
+        gen = generate(artifacts.resolve(ref, project.settings), exp, {"server": nodes.get("server", ())},
                        name=f"{names[path]}.json")
         out.append(RunInput(gen.name, gen.text().encode(), source=str(ref), diff=gen.diff(),
                             point={parameter: str(path)}))
         made.append((names[path], gen.config))
     # the comparison systems' configuration, in the CloudLab user's home as the authors' configs have it
-    out += preparations(project, repo, made, servers=list(placement.roles.get("server", ())), clients=list(placement.roles.get("client", ())),
+    out += preparations(project, repo, made, servers=list(nodes.get("server", ())), clients=list(nodes.get("client", ())),
                         root=f"/users/{params['cloudlab_user']}", src_dir=where(params["src_dir"]),
                         batch_size=params.get("batch_size") or None,
                         postgres_version=int(params.get("postgres_version") or 15),
@@ -704,8 +780,8 @@ def cluster_configs(project, claim, params: Mapping[str, Any], placement, *, con
     if len(users) > 1:
         raise ConfigError(f"{claim.key}: the harness logs in to every host as one user, but the hosts log in as "
                           f"{', '.join(sorted(users))}; give them one user in hosts.yaml or ~/.ssh/config")
-    servers = list(placement.roles.get("server", ()))
-    client_hosts = list(placement.roles.get("client", ()))
+    servers = list(placement.node_roles().get("server", ()))   # the names the harness reaches them by
+    client_hosts = list(placement.node_roles().get("client", ()))
     if not servers or not client_hosts or len(client_hosts) % len(servers):
         raise ConfigError(f"{claim.key}: the harness needs the same number of client hosts for each server "
                           f"(here {len(servers)} server(s), {len(client_hosts)} client host(s))")
