@@ -127,3 +127,19 @@ def test_the_names_of_a_clusters_members_and_their_facts_are_known(root, tmp_pat
     assert {"control", "client-0-0", "node3.exp.proj.utah.cloudlab.us", "bob"} <= known.names
     assert known("ssh bob@node3.exp.proj.utah.cloudlab.us from control to CLIENT-0-0") == \
         "ssh (withheld)@(withheld) from (withheld) to (withheld)"
+
+
+def test_the_experiment_a_cluster_was_imported_from_is_known(root, tmp_path, monkeypatch):
+    """A cluster imported from a manifest records its CloudLab experiment, project and user: redaction withholds them
+    (the run's parameters and the configs name them), not the public domain."""
+    from reprobook.core.redaction import known_names
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("hosts:\n  ex-node-0: {ssh: alice@node-0.myexp.myproj-pg0.utah.cloudlab.us, node: node-0, workdir: /users/alice/rb}\n"
+                     "clusters:\n  ex:\n    roles: {server: [ex-node-0]}\n"
+                     "    cloudlab: {experiment: myexp, project: myproj-pg0, domain: utah.cloudlab.us, user: alice}\n")
+    monkeypatch.setenv("REPROBOOK_HOSTS", str(hosts))
+    project = load_project(root)
+    known = known_names(project, RunStore(tmp_path / "runs"))
+    assert {"myexp", "myproj-pg0", "alice"} <= known.names
+    assert "utah.cloudlab.us" not in known.names
+    assert known("experiment myexp of MyProj-pg0") == "experiment (withheld) of (withheld)"

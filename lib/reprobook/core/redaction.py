@@ -76,6 +76,8 @@ def known_names(project, store) -> Redactor:
         except ConfigError:
             user, host = None, spec.ssh
         names |= {spec.name, spec.ssh, host or "", user or ""}
+    for cluster in project.hosts.clusters.values():   # the experiment a cluster was imported from names its owners
+        names |= {str(cluster.cloudlab.get(k) or "") for k in ("experiment", "project", "user")}
     for run in store.runs():
         m = run.manifest
         names |= {str(m.get("host") or ""), str((m.get("imported") or {}).get("machine") or "")}
