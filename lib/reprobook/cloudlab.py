@@ -709,6 +709,12 @@ def forget_cluster(hosts_path: Path, cluster: str, *, ssh_config: Path | None = 
             start, end = sections[key]
             _, entries = _entries(lines, start, end)
             if not entries and lines[start].split("#", 1)[0].strip() == f"{key}:":
+                if key == "clusters" and "#" not in lines[start] and not any(x.strip() for x in lines[start + 1:end]):
+                    # the section an import added, now empty: gone, as before the first import
+                    del lines[start:end]
+                    while lines and not lines[-1].strip():
+                        lines.pop()
+                    continue
                 lines[start] = f"{key}: {{}}" + (" #" + lines[start].split("#", 1)[1] if "#" in lines[start] else "")
     new_text = "\n".join(lines) + ("\n" if lines else "")
     _replace_checked(hosts_path, new_text, {k: v for k, v in hosts.items() if k not in gone},
