@@ -637,7 +637,7 @@ def cmd_cloudlab(args) -> int:
     if args.output:
         Path(args.output).write_text(text)
         print(f"wrote {'the request RSpec' if args.rspec else 'the profile'} of {args.target} ({args.scale} scale, "
-              f"{sum(len(n.names) for n in nodes)} nodes: " + "; ".join(
+              f"{(k := sum(len(n.names) for n in nodes))} node{'' if k == 1 else 's'}: " + "; ".join(
                   f"{n.role} {len(n.names)} x {n.hardware_type or 'any type'}" for n in nodes) + f") to {args.output}")
     else:
         sys.stdout.write(text)
