@@ -250,8 +250,14 @@ def _parse_params(pairs) -> dict:
     import yaml
     params = {}
     for name, value in pairs or ():
-        params[name] = yaml.safe_load(value) if value.strip() else value
-        if not isinstance(params[name], (str, int, float, bool)):
+        try:
+            params[name] = yaml.safe_load(value) if value.strip() else value
+        except yaml.YAMLError:
+            params[name] = value   # not YAML: the text itself, judged by the parameter's type
+        scalar = (str, int, float, bool)
+        if isinstance(params[name], list) and params[name] and all(isinstance(v, scalar) for v in params[name]):
+            continue   # a sweep's values: -p clients '[2, 4]'
+        if not isinstance(params[name], scalar):
             params[name] = value
     return params
 

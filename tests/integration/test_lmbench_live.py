@@ -116,6 +116,9 @@ def _kvm_usable() -> bool:
 def test_a_host_without_the_kernels_is_refused_and_the_boot_step_says_why(ozz):
     if (Path.home() / "ozz").exists():
         pytest.skip("this machine has ~/ozz: it may well be an Ozz host")
+    if os.environ.get("REPROBOOK_LIVE_LMBENCH") != "1":
+        pytest.skip("opt-in: `make live-lmbench` builds and runs LMBench for real in the stand-in guest (about five "
+                    "minutes on two idle cores)")
     for repo in ("intel/lmbench", "casys-kaist/ozz_artifact"):
         if not (MIRROR / repo).is_dir():
             _unavailable(f"the git mirror {MIRROR / repo} is absent")

@@ -220,3 +220,15 @@ def test_every_program_the_unit_tests_run_is_installed_by_test_fast():
         run |= set(re.findall(r'shutil\.which\("([\w.+-]+)"\)', text))
     assert {"git", "shellcheck"} <= run   # the search finds what it looks for
     assert run - BASE <= unit_tools, f"run by a unit test, not installed by make test-fast: {run - BASE - unit_tools}"
+
+
+def test_a_list_given_with_p_is_a_sweep_and_junk_is_refused_naming_the_parameter(capsys):
+    """`-p clients '[2, 4]'` (the README's sweep) reaches the plan as two points; it used to be refused as text."""
+    from reprobook.cli import _parse_params, main
+    assert _parse_params([("clients", "[2, 4]"), ("configs", "[a.json, b.json]"), ("x", "{a: 1}"), ("y", "[a")]) == \
+        {"clients": [2, 4], "configs": ["a.json", "b.json"], "x": "{a: 1}", "y": "[a"}
+    assert main(["plan", "pesto/point-scan", "-p", "clients", "[2, 4]"]) == 0
+    out = capsys.readouterr().out
+    assert "clients=[2, 4]" in out, out
+    assert main(["plan", "pesto/point-scan", "-p", "clients", "[a"]) == 2
+    assert "parameter clients of pesto/point-scan takes a list of int" in capsys.readouterr().err

@@ -560,8 +560,8 @@ def test_a_live_pesto_run_and_an_imported_cockroachdb_run_are_judged_as_one(samp
     crdb = _tree(sample, tmp_path, "crdb-9", lambda c: c.update(
         replication_protocol="crdb", server_names=[f"node-{i}" for i in range(9)],
         _reprobook_labels={"system": "CRDB"}))
-    facts = tmp_path / "facts.json"   # what the evaluator states of the nodes (the guide's image)
-    facts.write_text(json.dumps(rb.sources.facts_from_flags(os="Ubuntu 20.04", cores=8)))
+    facts = tmp_path / "facts.json"   # what the evaluator states of the nodes (the stock image the profile asks for)
+    facts.write_text(json.dumps(rb.sources.facts_from_flags(os="Ubuntu 22.04", cores=8)))
     pesto_run = rb.import_run(claim, [three], machine="CloudLab Utah, m510 nodes", facts=facts)
     crdb_run = rb.import_run(claim, [crdb], machine="CloudLab Utah, m510 nodes (CockroachDB)", facts=facts)
     alone = rb.load(claim, rb.obtain(claim, pesto_run.id))
