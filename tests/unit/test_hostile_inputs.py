@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import unicodedata
@@ -20,6 +19,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from tests.support.project_copy import copy_project
 
 from reprobook import cli
 from reprobook.core.config import load_project
@@ -273,11 +274,7 @@ def _git(root: Path, *args: str) -> str:
 @pytest.fixture()
 def project(tmp_path):
     """A copy of the project (its library too, so a new paper's package is imported from the copy), under git."""
-    dest = tmp_path / "project"
-    for name in ("configs", "book", "notebooks", "lib"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("_config.yml", "_toc.yml", "pyproject.toml"):
-        shutil.copy(ROOT / name, dest / name)
+    dest = copy_project(tmp_path / "project")
     (dest / ".gitignore").write_text("__pycache__/\nruns/\n")
     _git(dest, "init", "-q")
     _git(dest, "add", "-A")

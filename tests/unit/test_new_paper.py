@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.project_copy import copy_project
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -21,12 +22,7 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture()
 def project(tmp_path):
-    dest = tmp_path / "project"
-    for name in ("configs", "book", "notebooks", "lib"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("_config.yml", "_toc.yml", "pyproject.toml"):
-        shutil.copy(ROOT / name, dest / name)
-    return dest
+    return copy_project(tmp_path / "project")
 
 
 def _cli(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
