@@ -19,6 +19,7 @@ from . import BENCHMARKS
 from .common import ROOT, Context, Result, error_result
 
 WHAT = {
+    "cli": "the command line's start: reprobook claims, run --dry-run and report vs reprobook --help",
     "e2e": "a trivial claim run live with perform() vs plain ssh + scp",
     "poll": "CPU and SSH connections while polling a long detached job",
     "fetch": "fetching 1 GiB in 1000 files vs plain rsync (sftp for information; re-fetch)",

@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from reprobook.core import checks, loaders, verdicts
-from reprobook.book import pages, plots
+from reprobook.book import pages
 from reprobook import sources
 from reprobook.core.config import Claim, Project, duration_words, load_project
 from reprobook.errors import ReprobookError
@@ -201,11 +201,13 @@ def _withheld_parameters(params: Mapping) -> frozenset[str]:
 
 def published(claim: Claim, *, y: str) -> pd.DataFrame:
     """The claim's published numbers as a table (value in column ``y``) for plotting."""
+    from reprobook.book import plots   # matplotlib and seaborn: only when a plot is asked for
     return plots.published_frame(claim.published, y=y)
 
 
 def tolerance(claim: Claim, *, y: str | None = None):
     """What the claim's checks accept for column ``y`` (default: its plot's y): see `reprobook.book.plots.tolerance`."""
+    from reprobook.book import plots   # matplotlib and seaborn: only when a plot is asked for
     return plots.tolerance(claim, y=y)
 
 
@@ -224,6 +226,7 @@ def plot(claim: Claim, measured: pd.DataFrame | Mapping[str, pd.DataFrame], **ov
     >>> runs = {o.label: rb.load(claim, o) for o in (rb.obtain(claim, "RUN_A"), rb.obtain(claim, "RUN_B"))}
     >>> rb.plot(claim, runs)
     """
+    from reprobook.book import plots   # matplotlib and seaborn: only when a plot is asked for
     return plots.claim_figure(claim, measured, **overrides)
 
 

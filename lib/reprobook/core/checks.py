@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import numpy as np
-import pandas as pd
-
 from reprobook.core.model import CheckSpec, PublishedNumber
 from reprobook.errors import ConfigError
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 if TYPE_CHECKING:
     from reprobook.core.config import Claim
@@ -947,10 +948,35 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     return _evaluate(spec, data, published)
 
 
-STATISTICS: dict[str, Callable] = {"mean": np.mean, "median": np.median,
-               # throughput of trials of equal work: total work over total time (ops / mean seconds)
-               "hmean": lambda x: float(len(x) / np.sum(1.0 / np.asarray(x))) if (np.asarray(x) > 0).all() else math.nan,
-               "geomean": lambda x: float(np.exp(np.mean(np.log(x)))) if (np.asarray(x) > 0).all() else math.nan}
+class _Statistics(Mapping):
+    """Name -> function, numpy's own where there is one (pandas runs those on its fast paths); numpy is imported at
+    the first function asked for, not when the checks are."""
+
+    NAMES = ("mean", "median", "hmean", "geomean")
+
+    def __getitem__(self, name: str) -> Callable:
+        if name not in self.NAMES:
+            raise KeyError(name)
+        return {"mean": np.mean, "median": np.median,
+                # throughput of trials of equal work: total work over total time (ops / mean seconds)
+                "hmean": _hmean, "geomean": _geomean}[name]
+
+    def __iter__(self):
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+
+def _hmean(x) -> float:
+    return float(len(x) / np.sum(1.0 / np.asarray(x))) if (np.asarray(x) > 0).all() else math.nan
+
+
+def _geomean(x) -> float:
+    return float(np.exp(np.mean(np.log(x)))) if (np.asarray(x) > 0).all() else math.nan
+
+
+STATISTICS: Mapping[str, Callable] = _Statistics()
 """The statistics a check (and a plot's interval) takes over a point's trials, by the name a loader or check gives."""
 
 

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import yaml
 
 from reprobook.errors import ConfigError
+from reprobook.core import cache as _cache
 from reprobook.core.archives import Limits
 from reprobook.core.requirements import Requirements, parse_requirements
 from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
@@ -126,9 +127,10 @@ def _word(value, rx, *, path, key: str, what: str) -> None:
                           file=path, key=key)
 
 
-def load_hosts(path: Path) -> HostsConfig:
-    """``hosts.yaml``: validated against its schema, every host name, node name and SSH target checked whole."""
-    data = load_yaml(path, "hosts")
+def load_hosts(path: Path, *, cache: Path | None = None) -> HostsConfig:
+    """``hosts.yaml``: validated against its schema, every host name, node name and SSH target checked whole.
+    ``cache``: a directory of files read before (`reprobook.core.cache`)."""
+    data = load_yaml(path, "hosts", cache=cache)
     hosts = {LOCAL: HostSpec(name=LOCAL, ssh=LOCAL, workdir=str(Path.home() / "reprobook-work"),
                              description="this machine, without SSH")}
     for name, h in (data.get("hosts") or {}).items():
@@ -499,13 +501,35 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
                                   file=file, key=f"{where}.checks[{j}].judged_at")
 
 
-def load_paper(path: Path) -> Paper:
-    """Load and validate one ``configs/papers/<paper>.yaml``."""
+def load_paper(path: Path, *, cache: Path | None = None) -> Paper:
+    """Load and validate one ``configs/papers/<paper>.yaml``.
+
+    ``cache``: a directory of papers read before (`reprobook.core.cache`). The paper is taken from there when its
+    file's text, the recorded patches it read and the code that checked it are as they were; else it is read and
+    checked, and kept. A paper that does not load is never kept, so its error is the same every time.
+    """
     path = Path(path)
+    if cache is None or not path.is_file():
+        return _read_paper(path)
+    text = path.read_text()
+    key = _cache.object_key(text, path)
+    paper = _cache.get_object(cache, path, key)
+    if isinstance(paper, Paper):
+        return paper
+    paper = _read_paper(path, cache=cache, text=text)
+    from reprobook.core.plugins import source_folders
+    from reprobook.core.scales import RecordedPatch
+    patches = {Path(path).resolve().parent.parent / p.file for c in paper.claims.values() for p in c.patches
+               if isinstance(p, RecordedPatch)}
+    _cache.put_object(cache, path, key, paper, hashed=sorted(patches), stated=_cache.code_files(source_folders()))
+    return paper
+
+
+def _read_paper(path: Path, *, cache: Path | None = None, text: str | None = None) -> Paper:
     from reprobook.core import checks as check_registry
     from reprobook.core import inputs as input_registry
     from reprobook.core import loaders as loader_registry
-    data = load_yaml(path, "paper")
+    data = load_yaml(path, "paper", cache=cache, text=text)
     meta = data["paper"]
     if meta["id"] != path.stem:
         raise ConfigError(f"paper id {meta['id']!r} must equal the file name {path.stem!r}", file=path, key="paper.id")
@@ -767,11 +791,17 @@ class Project:
         return [c for p in self.papers.values() for c in p.claims.values()]
 
 
+CACHE_DIR = "_build/.reprobook-cache"
+"""Where `load_project` keeps the configuration files it has read (`reprobook.core.cache`), under the project root
+(``_build`` is out of git; ``make clean`` and ``reprobook book --clean`` empty it)."""
+
+
 def load_project(root: Path | None = None) -> Project:
     """Load the project's configuration, honouring the ``REPROBOOK_*`` environment variables."""
     root = Path(root).resolve() if root else find_root()
     cfg = root / "configs"
-    raw = load_yaml(cfg / "reprobook.yaml", "settings") if (cfg / "reprobook.yaml").exists() else {}
+    cache = root / CACHE_DIR
+    raw = load_yaml(cfg / "reprobook.yaml", "settings", cache=cache) if (cfg / "reprobook.yaml").exists() else {}
 
     def path_setting(env: str, key: str, default: str | None) -> Path | None:
         val = os.environ.get(env) or raw.get(key) or default
@@ -790,6 +820,6 @@ def load_project(root: Path | None = None) -> Project:
         ssh_config=path_setting("REPROBOOK_SSH_CONFIG", "", None),
         limits=Limits.from_settings(raw.get("limits"), file=cfg / "reprobook.yaml"),
     )
-    hosts = load_hosts(path_setting("REPROBOOK_HOSTS", "", "configs/hosts.yaml"))
-    papers = {p.stem: load_paper(p) for p in sorted((cfg / "papers").glob("*.yaml"))}
+    hosts = load_hosts(path_setting("REPROBOOK_HOSTS", "", "configs/hosts.yaml"), cache=cache)
+    papers = {p.stem: load_paper(p, cache=cache) for p in sorted((cfg / "papers").glob("*.yaml"))}
     return Project(root=root, settings=settings, hosts=hosts, papers=_frozen(papers))

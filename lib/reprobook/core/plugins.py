@@ -20,7 +20,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
-from importlib.metadata import entry_points
+import sys
+from pathlib import Path
 
 from reprobook.errors import ConfigError
 
@@ -40,6 +41,7 @@ def load_papers() -> dict[str, str]:
         for mod in sorted(pkgutil.iter_modules(spec.submodule_search_locations), key=lambda m: m.name):
             if mod.ispkg and not mod.name.startswith("_"):
                 found[mod.name] = f"{BUILTIN}.{mod.name}"
+    from importlib.metadata import entry_points   # (a twentieth of a second: only when the papers are loaded)
     for ep in entry_points(group=GROUP):
         found.setdefault(ep.name, ep.value)
     loaded: dict[str, str] = {}
@@ -51,3 +53,19 @@ def load_papers() -> dict[str, str]:
         loaded[name] = module
     _LOADED = loaded
     return loaded
+
+
+def source_folders() -> list[Path]:
+    """reprobook's folder and each paper plug-in's outside it (a plug-in of one module: its file): the code a loaded
+    paper was checked by (`reprobook.core.cache` keeps a paper with the sizes and times of their files)."""
+    top = Path(__file__).resolve().parents[1]
+    out = [top]
+    for module in load_papers().values():
+        mod = sys.modules.get(module.split(":")[0])
+        where = getattr(mod, "__file__", None)
+        if where:
+            where = Path(where).resolve()
+            where = where.parent if hasattr(mod, "__path__") else where
+            if not where.is_relative_to(top) and where not in out:
+                out.append(where)
+    return out

@@ -2,6 +2,11 @@
 
 Every error names the file and the key path (``claims[1].checks[0].kind``). The frozen objects
 made from the data live in `reprobook.core.model` and `reprobook.core.config`.
+
+The YAML is read by libyaml (PyYAML's C loader, which its wheels carry) where it is installed, else by PyYAML's pure
+loader: the same data, five to ten times sooner. A file either loader refuses is read again by the pure loader, so
+that a mistake is told in its words (line, what it expected), as it always was. A file read once is kept
+(`reprobook.core.cache`) when the caller names a cache directory, as `reprobook.core.config.load_project` does.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ from typing import Mapping
 
 import yaml
 
+from reprobook.core import cache as _cache
 from reprobook.errors import ConfigError
+
+FAST_LOADER = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader (None where PyYAML was built without libyaml): `parse_yaml` reads with it first."""
+
 
 def _key_path(parts) -> str:
     out = ""
@@ -26,12 +36,32 @@ def _key_path(parts) -> str:
 
 
 @lru_cache(maxsize=None)
+def _schema_text(name: str) -> str:
+    return resources.files("reprobook.core.schemas").joinpath(f"{name}.json").read_text()
+
+
+@lru_cache(maxsize=None)
 def _schema(name: str) -> dict:
-    return json.loads(resources.files("reprobook.core.schemas").joinpath(f"{name}.json").read_text())
+    return json.loads(_schema_text(name))
 
 
-def load_yaml(path: Path, schema: str) -> dict:
+def parse_yaml(text: str):
+    """``text`` as `yaml.safe_load` reads it: with libyaml when installed, and by the pure loader when libyaml
+    refuses it (so a mistake raises the pure loader's `yaml.YAMLError`, with its mark and its words)."""
+    if FAST_LOADER is not None:
+        try:
+            return yaml.load(text, Loader=FAST_LOADER)
+        except (yaml.YAMLError, ValueError):   # ValueError: text libyaml cannot encode (a lone surrogate)
+            pass
+    return yaml.safe_load(text)
+
+
+def load_yaml(path: Path, schema: str, *, cache: Path | None = None, text: str | None = None) -> dict:
     """Read ``path`` and validate it against the named schema.
+
+    With ``cache`` (a directory), data that passed the same schema from the same text before is taken from there
+    (`reprobook.core.cache`) and what passes now is kept there; the result is the same either way. ``text``: the
+    file's text when the caller has read it already.
 
     Raises
     ------
@@ -40,10 +70,17 @@ def load_yaml(path: Path, schema: str) -> dict:
         message names the file and the key path.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("file not found", file=path)
+    if text is None:
+        if not path.is_file():
+            raise ConfigError("file not found", file=path)
+        text = path.read_text()
+    if cache is not None:
+        entry = _cache.data_key(text, schema, _schema_text(schema))
+        data = _cache.get_data(cache, path, entry)
+        if isinstance(data, dict):
+            return data
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = parse_yaml(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
@@ -66,6 +103,8 @@ def load_yaml(path: Path, schema: str) -> dict:
             msg = err.message
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(msg + more, file=path, key=key)
+    if cache is not None:
+        _cache.put_data(cache, path, entry, data)
     return data
 
 

@@ -15,10 +15,11 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import text
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60,
             "h": 3600}

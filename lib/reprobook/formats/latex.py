@@ -20,11 +20,12 @@ import re
 from pathlib import Path
 from typing import Mapping, NamedTuple
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import text
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 SYMBOLS = {r"\rightarrow": "→", r"\to": "→", r"\leftarrow": "←", r"\times": "×", r"\pm": "±",
            r"\approx": "≈", r"\le": "≤", r"\ge": "≥", r"\textasciitilde": "~", r"\ldots": "…",

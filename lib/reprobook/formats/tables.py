@@ -28,11 +28,12 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import text
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 _TYPES = ("int", "float", "str")
 

@@ -15,14 +15,16 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple
 
-import pandas as pd
-
 from reprobook.errors import OutputError
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,14 +115,13 @@ def split_lines(data: bytes) -> list[str]:
 
 
 _BLANKS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+@functools.cache
 def _blank_table():
+    """Byte -> whether it is a blank (space, tab, CR, VT, FF); made at first use, numpy with it."""
     import numpy as np
     table = np.zeros(256, dtype=bool)
     table[[32, 9, 13, 11, 12]] = True
     return table
-
-
-_IS_BLANK = _blank_table()
 
 
 class LineIndex:
@@ -162,7 +163,7 @@ class LineIndex:
             arr = self.array
             empty = self.ends == self.starts
             first = arr[np.minimum(self.starts, max(len(arr) - 1, 0))] if len(arr) else np.zeros(0, np.uint8)
-            maybe = ~empty & _IS_BLANK[first]  # a line of blanks starts with one
+            maybe = ~empty & _blank_table()[first]  # a line of blanks starts with one
             self._blank = empty
             if maybe.any():
                 self._blank = empty | (maybe & ((self.ends - self.starts) - self._per_line(self.blanks) == 0))

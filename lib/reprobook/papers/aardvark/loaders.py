@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.papers.aardvark import parsers as parse
 from reprobook.core.loaders import loader
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 PAPER_TXNS_PER_BLOCK = parse.ARCHIVE_OPS_PER_TRIAL
 """Operations per block at the paper's scale (``txnsPerBlock`` in ledger/perf_test.go); an archive trial times one block."""

@@ -11,20 +11,22 @@ Aardvark's: the row names, the op letters and the file-name conventions.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 import statistics
 import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import ConfigError, OutputError
 from reprobook.formats.gotest import parse_go_duration, timings
 from reprobook.formats.text import MAX_COUNT as _MAX_COUNT
 from reprobook.formats.text import (LineIndex, parse_count, parse_number, parse_number_list, read_bytes,
                    read_lines, records, take_strings)
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 __all__ = ["VALIDATOR_OPS_PER_TRIAL", "ARCHIVE_OPS_PER_TRIAL", "parse_go_duration",
            "read_trials_csv", "read_go_test_times", "read_edrax", "read_veccom", "read_table1",
@@ -36,8 +38,7 @@ ARCHIVE_OPS_PER_TRIAL = 10_000
 """Operations in one archive trial."""
 
 _OPS = {"m": "modify", "c": "create", "d": "delete"}
-_OP_CODES = np.full(256, -1, dtype="int64")
-_OP_CODES[[ord(letter) for letter in _OPS]] = range(len(_OPS))
+
 _TRIAL_COLUMNS = ["role", "op", "cores", "trial", "seconds"]
 _LATENCY_COLUMNS = ["system", "op", "iteration", "latency_us"]
 _EDRAX_ROWS = ("verify", "commit_update", "proof_update", "100micros", "errs")
@@ -45,6 +46,14 @@ _VECCOM_SYSTEMS = {"pairing": "aardvark", "merkle": "merkle"}
 _VECCOM_OPS = ("commit", "open", "verify", "commit_update", "proof_update")
 _VECCOM_ROW = re.compile(rf"bench_({'|'.join(_VECCOM_SYSTEMS)})_({'|'.join(_VECCOM_OPS)})")
 _TIMING_LABEL = r"(?:archive\s+)?[A-Za-z]"  # "m time: 33.5s", "archive d time: 13m2s"
+
+
+@functools.cache
+def _op_codes():
+    """Byte -> the index of its operation in `_OPS` (-1: none)."""
+    codes = np.full(256, -1, dtype="int64")
+    codes[[ord(letter) for letter in _OPS]] = range(len(_OPS))
+    return codes
 
 
 def read_trials_csv(path: str | Path, *, role: str) -> pd.DataFrame:
@@ -103,7 +112,7 @@ def _trials_on_the_frame(path: str | Path, role: str) -> pd.DataFrame | None:
     arr = index.array
     if (starts + 1 >= len(arr)).any() or not (arr[starts + 1] == ord(",")).all():
         return None
-    codes = _OP_CODES[arr[starts]]
+    codes = _op_codes()[arr[starts]]
     if (codes < 0).any() or data.count(b",") != 2 * len(lines):  # with the C reader's checks: three fields a row
         return None
     try:

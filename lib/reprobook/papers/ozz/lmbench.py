@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats.text import read_lines
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 MISSING = -1.0
 """What getsummary stores for a measurement a file lacks (printed as a blank cell)."""

@@ -17,11 +17,12 @@ import math
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.papers.ozz import lmbench
 from reprobook.core.loaders import loader
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 KERNELS = ("oemu", "baseline")
 """The two kernels of the experiment, as they name the outputs' directories and files."""

@@ -23,12 +23,13 @@ import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.papers.pesto import parsers as parse
 from reprobook.core.loaders import loader
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 LABELS_KEY = "_reprobook_labels"
 """The comment key (underscore: the experiment scripts ignore it) holding a generated config's labels."""

@@ -29,11 +29,12 @@ import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import tables
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 METRICS = {"tput": "tput_tx_per_s", "mean": "latency_ms", "p50": "p50_ms", "p99": "p99_ms",
            "tput_s_honest": "tput_per_correct_client"}

@@ -7,17 +7,19 @@ format kit. Aggregations follow the authors' scripts, named in each docstring.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from pathlib import Path
 from typing import Callable
 
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import jsonfmt, tables
 from reprobook.papers.verus import parsers as parse
 from reprobook.core.loaders import loader
+from reprobook.lazy import lazy
+
+pd = lazy("pandas")
 
 PMLOG_MIB_APPENDED = 8192
 """MiB appended per iteration by the guide's run (``BYTES_TO_APPEND`` = 8 GiB in ``verif-storage-eval``); a live
@@ -420,6 +422,7 @@ def _numa(value) -> str:
     return names.get(str(value).strip().casefold(), str(value).strip().casefold())
 
 
+@functools.lru_cache(maxsize=256)
 def _t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom."""
     def upper_tail(t: float) -> float:  # P(T > t) = I_x(df/2, 1/2) / 2, x = df / (df + t²)
@@ -429,6 +432,8 @@ def _t_quantile(p: float, df: int) -> float:
         high *= 2
     for _ in range(200):
         middle = (low + high) / 2
+        if middle in (low, high):   # adjacent floats: the halving can change nothing more
+            break
         low, high = (middle, high) if upper_tail(middle) > 1 - p else (low, middle)
     return (low + high) / 2
 

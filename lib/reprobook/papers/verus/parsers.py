@@ -25,11 +25,12 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from reprobook.errors import OutputError
 from reprobook.formats import jsonfmt, latex, tables, text
+from reprobook.lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 MILLI_COLUMNS = ["benchmark", "experiment", "tool", "pushes", "function", "outcome",
                  "seconds", "timed_out", "line"]
