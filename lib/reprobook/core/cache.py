@@ -124,7 +124,8 @@ def object_key(text: str, source: Path) -> bytes:
 
 def code_files(packages: list[Path]) -> list[Path]:
     """The folders of ``packages`` and the ``.py`` and ``.json`` files in them (caches left out; a package of one
-    module: its file), then the folders Python finds installed packages in (an install or a removal changes them)."""
+    module: its file), then the folders pip installs packages into (an install or a removal changes them, and an
+    installed plug-in is found there)."""
     out: list[Path] = []
     for top in packages:
         if not os.path.isdir(top):
@@ -133,7 +134,7 @@ def code_files(packages: list[Path]) -> list[Path]:
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
             out.append(Path(folder))
             out += [Path(folder, f) for f in sorted(files) if f.endswith((".py", ".json"))]
-    out += [Path(p) for p in sys.path if p and os.path.isdir(p)]
+    out += [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)]
     return out
 
 
