@@ -39,8 +39,10 @@ from pathlib import Path
 
 KERNEL_NAME = "reprobook-forked"
 ENV_SOCKET = "REPROBOOK_FORK_SERVER"
-PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "reprobook.api", "reprobook.report")
-"""What the server imports once: the kernel itself and what the book's notebooks import."""
+PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "reprobook.api", "reprobook.report",
+           "reprobook.book.plots")
+"""What the server imports once: the kernel itself and what the book's notebooks import (the papers' plug-ins too,
+which `reprobook.core.plugins` finds)."""
 INLINE = "module://matplotlib_inline.backend_inline"
 
 
@@ -145,6 +147,11 @@ def serve(sock_path: str, preload: list[str], ready_fd: int) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a module that cannot be preloaded is imported by the kernel itself
             pass
+    try:   # every page loads its claim's outputs with a paper's loader
+        from reprobook.core.plugins import load_papers
+        load_papers()
+    except Exception:  # noqa: BLE001 - as above: the kernel imports them itself, and says what went wrong
+        pass
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(sock_path)
     server.listen(64)

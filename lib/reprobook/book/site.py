@@ -35,7 +35,7 @@ from typing import Callable, Iterator
 
 from reprobook.book import execution
 from reprobook.core import verdicts
-from reprobook.core.config import Project
+from reprobook.core.config import CACHE_DIR, Project
 from reprobook.core.redaction import known_names
 from reprobook.errors import ReprobookError
 from reprobook.core.runs import MANIFEST, RunStore
@@ -264,9 +264,11 @@ def _user() -> str:
 
 
 def _clean(build_dir: Path) -> None:
-    """Remove everything built, keeping the lock this build holds."""
+    """Remove everything built, keeping the lock this build holds and the configuration cache (not a part of the
+    site: the papers as read, kept by content hash, `reprobook.core.cache`, which every page's kernel reads)."""
+    keep = {LOCK, Path(CACHE_DIR).name}
     for item in build_dir.iterdir() if build_dir.is_dir() else ():
-        if item.name == LOCK:
+        if item.name in keep:
             continue
         if item.is_dir() and not item.is_symlink():
             shutil.rmtree(item, ignore_errors=True)

@@ -793,7 +793,7 @@ class Project:
 
 CACHE_DIR = "_build/.reprobook-cache"
 """Where `load_project` keeps the configuration files it has read (`reprobook.core.cache`), under the project root
-(``_build`` is out of git; ``make clean`` and ``reprobook book --clean`` empty it)."""
+(``_build`` is out of git; ``make clean`` empties it, ``reprobook book --clean`` keeps it)."""
 
 
 def load_project(root: Path | None = None) -> Project:
