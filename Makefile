@@ -23,7 +23,7 @@ notebook-filter:
 	@if git rev-parse --git-dir >/dev/null 2>&1; then \
 	  git config filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean' && \
 	  git config filter.reprobook-notebook.smudge cat; fi
-	@install -D -m 644 lib/reprobook/book/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.d/reprobook.json
+	@install -D -m 644 lib/reprobook/book/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 
 system-deps:
 	bash .ci/install-system-deps.sh

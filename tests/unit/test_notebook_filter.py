@@ -133,7 +133,7 @@ def test_make_setup_installs_the_filter():
     assert "setup: $(VENV)/.installed notebook-filter" in makefile
     assert "filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean'" in makefile
     assert "*.ipynb filter=reprobook-notebook" in (ROOT / ".gitattributes").read_text()
-    assert "jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.d/" in makefile
+    assert "jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json" in makefile
     assert "--allow-root" in makefile  # `make lab` as root
 
 

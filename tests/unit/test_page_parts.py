@@ -74,33 +74,6 @@ def test_each_plot_becomes_a_figure_with_alt_text_and_caption(tmp_path):
     assert figure["ids"] and "reprobook-plot" in figure["classes"]
 
 
-def test_a_plot_keeps_a_phone_width_at_which_its_smallest_text_is_readable(tmp_path):
-    from PIL import Image
-    fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
-    ax.plot([1, 2], [1, 2], label="a")
-    ax.legend(fontsize=7)
-    ax.set(xlabel="x", ylabel="y")
-    assert plots.smallest_text_px(fig) == 7 * 100 / 72
-    (tmp_path / "p.png").write_bytes(base64.b64decode(plots.figure_png(fig)))
-    plt.close(fig)
-    with Image.open(tmp_path / "p.png") as png:
-        width, smallest = png.width, float(png.text[plots.TEXT_PX])
-    keep = sphinxext.phone_width(tmp_path / "p.png")
-    # 9 px text needs width * 9 / 9.7 px: rounded up to 50 px, never wider than the image itself
-    assert keep % 50 == 0 and width * 9 / smallest <= keep < width * 9 / smallest + 50 and keep <= width + 49
-    doc = _doc()
-    doc += nodes.image(uri="p.png")
-    sphinxext.caption_plots(doc, lambda uri: tmp_path / uri)
-    assert f"reprobook-minw-{keep}" in next(iter(doc.findall(nodes.figure)))["classes"]
-    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)   # small enough to fit a phone as it is
-    ax.plot([1, 2], [1, 2])
-    (tmp_path / "s.png").write_bytes(base64.b64decode(plots.figure_png(fig)))
-    plt.close(fig)
-    assert sphinxext.phone_width(tmp_path / "s.png") is None
-    css = (sphinxext.Path(sphinxext.__file__).parent / "static" / "reprobook.css").read_text()
-    assert f".reprobook-minw-{keep} img {{ min-width: {keep}px;" in css
-
-
 def test_assets_loaded_for_nothing_are_dropped():
     thebe_config = _JavaScript(None, body='const THEBE_JS_URL = "https://unpkg.com/thebe"')
     widgets = {"https://cdn.example/require.min.js": {}, "https://cdn.example/embed-amd.js": {}}

@@ -75,25 +75,6 @@ def _png_text(path: Path) -> dict:
         return {}
 
 
-READABLE_PX = 9
-"""The smallest text a plot may show on a phone, in CSS pixels."""
-PHONE_PX = 340
-"""The width a plot gets on a 390-pixel phone screen, inside the page's margins."""
-
-
-def phone_width(path: Path) -> int | None:
-    """The width in pixels (a multiple of 50) a plot must keep on a phone so its smallest text stays at
-    `READABLE_PX` or more (its cell scrolls sideways instead), or None when the phone's width does."""
-    text = _png_text(path)
-    try:
-        from reprobook.book.plots import TEXT_PX
-        smallest, width = float(text[TEXT_PX]), int(text["width"])
-    except (KeyError, ValueError):
-        return None
-    need = min(width, width * READABLE_PX / smallest)
-    return None if need <= PHONE_PX else int(-(-need // 50) * 50)
-
-
 def caption_plots(doctree: nodes.document, locate) -> int:
     """Give each notebook plot of ``doctree`` its alt text and a caption, from the words its PNG carries.
 
@@ -110,8 +91,7 @@ def caption_plots(doctree: nodes.document, locate) -> int:
             continue
         alt, caption = words
         image["alt"] = alt
-        keep = phone_width(path)
-        figure = nodes.figure("", classes=["reprobook-plot"] + ([f"reprobook-minw-{keep}"] if keep else []))
+        figure = nodes.figure("", classes=["reprobook-plot"])
         figure["ids"].append(f"plot-{done + 1}")  # Sphinx numbers figures (numfig): each needs an id
         image.replace_self(figure)
         figure += image
