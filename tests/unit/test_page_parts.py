@@ -111,3 +111,19 @@ def test_the_site_answers_a_browsers_favicon_request_with_an_image():
     image = Image.open(io.BytesIO(sphinxext.favicon_png()))
     image.load()
     assert image.size == (16, 16)
+
+
+def test_a_pesto_not_run_box_names_the_rehearsal_and_the_cloudlab_profile_and_the_reason_fits_any_page():
+    from reprobook import api, sources
+    from reprobook.core.config import load_project
+    project = load_project(sphinxext.Path(__file__).resolve().parents[2])
+    claim = project.claim("pesto/workloads")
+    box = api.way_forward_html(claim)
+    assert "reprobook run pesto/workloads --source live --host CLUSTER -p scale rehearsal" in box
+    assert "reprobook cloudlab profile pesto/workloads -o profile.py" in box and "m510" in box
+    assert "cloudlab import manifest.xml --cluster CLUSTER --claim pesto/workloads" in box
+    by_hand = api.way_forward_html(project.claim("verus/ironkv"))   # run by hand: neither
+    assert "cloudlab profile" not in by_hand and "scale rehearsal" not in by_hand
+    # the not-run reason is shown on the claim's own page and in the summary: it points at the box by its name
+    reason = sources._no_outputs(claim, None)
+    assert "on its page" not in reason and "What it would take" in reason

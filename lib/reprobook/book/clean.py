@@ -71,7 +71,7 @@ def clean_text(text: str) -> str:
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

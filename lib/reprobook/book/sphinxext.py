@@ -16,10 +16,12 @@ MyST-NB fetches from CDNs to show it (the control panel's HTML fallback is what 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
 
+from reprobook.book import assets
 from reprobook.book.pages import HOWTO_END, HOWTO_START
 from reprobook.core.checks import BADGE_END, BADGE_START
 
@@ -121,10 +123,16 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def _unused(asset, *, widgets_shown: bool, widget_scripts) -> bool:
+DESIGN_ASSETS = ("sphinx-design.min.css", "design-tabs.js")
+"""sphinx-design's style and script, which a page without its components (no ``sd-`` class) loads for nothing."""
+
+
+def _unused(asset, *, widgets_shown: bool, widget_scripts, design_shown: bool = True) -> bool:
     name = str(getattr(asset, "filename", "") or "")
     attrs = getattr(asset, "attributes", {}) or {}
     if "thebe" in name or "THEBE_JS_URL" in str(attrs.get("body", "")):
+        return True
+    if not design_shown and name.rsplit("/", 1)[-1].split("?")[0] in DESIGN_ASSETS:
         return True
     if widgets_shown:
         return False
@@ -135,13 +143,15 @@ def prune_assets(script_files: list, css_files: list, body: str, widget_scripts=
     """Drop from a page's assets (in place) what it loads for nothing; return what was dropped.
 
     Thebe's scripts and style always; the widget state and the scripts that render it (``widget_scripts``,
-    MyST-NB's ``nb_ipywidgets_js``) when ``body`` shows no widget view.
+    MyST-NB's ``nb_ipywidgets_js``) when ``body`` shows no widget view; sphinx-design's when it shows none of its
+    components.
     """
     shown = WIDGET_VIEW in body
+    design = bool(re.search(r'class="[^"]*\bsd-', body))
     dropped = []
     for files in (script_files, css_files):
         for asset in list(files):
-            if _unused(asset, widgets_shown=shown, widget_scripts=set(widget_scripts)):
+            if _unused(asset, widgets_shown=shown, widget_scripts=set(widget_scripts), design_shown=design):
                 files.remove(asset)
                 dropped.append(str(getattr(asset, "filename", "") or "inline script"))
     return dropped
@@ -167,8 +177,9 @@ def favicon_png(size: int = 16, rgb: tuple[int, int, int] = (26, 127, 55)) -> by
 
 
 def _build_finished(app, exception) -> None:
-    # a browser asks every site for /favicon.ico (the root's redirect page names no icon): answer it, not a 404
     if exception is None and getattr(app.builder, "format", "") == "html":
+        assets.lighten(app.outdir, favicon_png())   # the theme's assets trimmed to what the pages use
+        # a browser asks every site for /favicon.ico (the root's redirect page names no icon): answer it, not a 404
         icon = Path(app.outdir) / "favicon.ico"
         if not icon.exists():
             icon.write_bytes(favicon_png())
