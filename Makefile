@@ -21,11 +21,14 @@ bytecode: $(VENV)/.installed
 	@$(BIN)/python -m compileall -q lib benchmarks tests/support >/dev/null
 
 # Outputs never reach git: .gitattributes sends every notebook through reprobook.book.clean (no outputs, counts or
-# session metadata), so a JupyterLab session (whose autosave writes outputs into the notebooks) leaves `git status` clean.
+# session metadata), and the venv's Jupyter server gets the project's configuration (its post-save hook tells git's
+# index that a save changed only what the filter drops), so a JupyterLab session leaves `git status` clean while the
+# notebooks keep their outputs on disk.
 notebook-filter:
 	@if git rev-parse --git-dir >/dev/null 2>&1; then \
 	  git config filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean' && \
 	  git config filter.reprobook-notebook.smudge cat; fi
+	@install -D -m 644 lib/reprobook/book/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 
 system-deps:
 	bash .ci/install-system-deps.sh
@@ -77,9 +80,9 @@ live-lmbench: setup system-deps
 bench: setup system-deps
 	$(BIN)/python -m benchmarks
 
+# --allow-root where the user is root (a fresh CloudLab node, a container): Jupyter refuses root without it
 lab: setup
-	$(BIN)/jupyter lab --KernelManager.transport_encryption=auto \
-	  --ContentsManager.pre_save_hook=reprobook.book.clean.pre_save notebooks/
+	$(BIN)/jupyter lab --KernelManager.transport_encryption=auto $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 clean:
 	rm -rf _build

@@ -484,11 +484,27 @@ def way_forward_html(claim: Claim, *, book_root: str = "../../") -> str:
                  f"run by hand (they are listed on this page, under how the experiment runs) on {machine}. {time}")
         ways = [f"<b>In JupyterLab:</b> {lab}, open {code(notebook)} and record the outputs with {by_hand}.",
                 f"<b>From the command line:</b> {record}."]
+    before = []
+    if claim.runs_live and "rehearsal" in claim.scales:
+        minutes = claim.scales["rehearsal"].expected_minutes
+        before.append(f"<b>A rehearsal first:</b> {code(f'reprobook run {claim.key} --source live --host {target} -p scale rehearsal')} "
+                      f"runs every step at sizes a small {'cluster' if claim.roles else 'host'} finishes"
+                      + (f" (about {minutes:.0f} minutes)" if minutes else "")
+                      + ", says what it changed, and leaves inconclusive the checks those sizes cannot judge; "
+                      f"{code(f'reprobook plan {claim.key} -p scale rehearsal')} shows its plan.")
+    hardware = (claim.requires.get("cloudlab") or {}).get("hardware_type") if claim.runs_live else None
+    if hardware:
+        before.append(f"<b>On CloudLab</b> ({escape(', '.join(hardware))} nodes): "
+                      f"{code(f'reprobook cloudlab profile {claim.key} -o profile.py')} writes the profile of the nodes "
+                      f"it needs ({code('--scale rehearsal')} for the fewest); once the experiment is ready, "
+                      f"{code(f'reprobook cloudlab import manifest.xml --cluster {target} --claim {claim.key}')} "
+                      f"makes it a cluster of {code('configs/hosts.yaml')} and checks it.")
     ways.append(f"<b>On this website:</b> once a run is recorded, {code('make book')} rebuilds this page with its "
                 f"numbers, plot and verdict.")
     items = "".join(f"<li>{w}</li>" for w in ways)
     return (f"{pages.HOWTO_START}<div class='reprobook-howto'><p><b>What it would take.</b> {intro}</p>"
-            f"<p>Three ways in:</p><ul>{items}</ul>"
+            + "".join(f"<p>{b}</p>" for b in before)
+            + f"<p>Three ways in:</p><ul>{items}</ul>"
             f"<p>New to reprobook? <a href='{book_root}book/getting-started.html'>Getting started</a> sets up a "
             f"host, and <a href='{book_root}book/when-things-go-wrong.html'>When things go wrong</a> says what to "
             f"do when a run fails or is cut off.</p></div>{pages.HOWTO_END}")

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import nbformat
 import yaml
 
+from reprobook.book.clean import kernel_metadata
 from reprobook.errors import ConfigError
 
 _ID = re.compile(r"[a-z][a-z0-9-]{0,39}")
@@ -133,8 +134,7 @@ def _chapter(paper: str, claim: str, title: str, venue: str) -> nbformat.Noteboo
         code(f'from reprobook import report\nreport.paper_overview("{paper}")', metadata={"tags": ["remove-input"]}),
         md(f"- {{doc}}`../../notebooks/{paper}/{claim}`"),
     ])
-    nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                   "language_info": {"name": "python"}}
+    nb.metadata = kernel_metadata()  # as Lab writes it: opening the page changes nothing
     return nb
 
 
@@ -164,8 +164,7 @@ def _notebook(paper: str, claim: str, claim_title: str) -> nbformat.NotebookNode
         code("rb.evidence(verdict)", metadata={"tags": ["hide-cell"]}),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                   "language_info": {"name": "python"}}
+    nb.metadata = kernel_metadata()  # as Lab writes it: opening the page changes nothing
     return nb
 
 

@@ -173,7 +173,7 @@ def _no_outputs(claim: Claim, params: Mapping | None, skipped: list[str] = ()) -
     given = {k: v for k, v in (params or {}).items() if v != claim.parameters[k].default}
     with_params = f" {params_words(given)}" if given else ""
     # in a reader's words, no markup: the reason is shown as plain text in the verdict box and the summary
-    how = ("run it live on a host that meets its needs (what that takes is on its page)" if claim.runs_live else
+    how = ("run it live on a host that meets its needs (the claim's \"What it would take\" says how)" if claim.runs_live else
            f"run its steps by hand, then record their outputs with reprobook import {claim.key}")
     if skipped:   # runs are recorded, but none can be loaded: say which and why, not "none is recorded"
         return (f"the authors ship no outputs for this claim, and no recorded run{with_params} can be loaded "

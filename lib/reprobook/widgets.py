@@ -32,7 +32,7 @@ from IPython.display import display
 from reprobook import api
 from reprobook.core.config import Claim, Project
 from reprobook.core.plan import make_plan
-from reprobook.errors import ConfigError, ReprobookError
+from reprobook.errors import ConfigError, ReprobookError, TestbedError
 from reprobook.core.runs import Run, RunStore
 
 NOTE = "The control panel of this claim needs JupyterLab with a running kernel (make lab)."
@@ -116,8 +116,10 @@ def check_now(project: Project, claim: Claim, target: str) -> HostCheck:
         with survey(project, claim, placement, allow_insufficient=True) as sv:
             short = tuple(f"{n}: {s}" if not placement.single else s
                           for n, lines in sv.shortfalls.items() for s in lines)
-    except ReprobookError as exc:
+    except TestbedError as exc:   # the machine did not answer, refused us, or is busy
         return HostCheck(target, utcnow(), "a check from the panel", error=exc.message)
+    except ReprobookError as exc:   # it cannot take the claim as it is (a role short of hosts): not "unreachable"
+        return HostCheck(target, utcnow(), "a check from the panel", (exc.message,))
     return HostCheck(target, utcnow(), "a check from the panel", short)
 
 

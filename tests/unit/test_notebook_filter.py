@@ -1,8 +1,10 @@
-"""Notebooks leave git clean after a Lab session: the clean filter of `make setup` (reprobook.book.clean), for real in git."""
+"""Notebooks leave git clean after a Lab session: the clean filter and the Jupyter server hook of `make setup`
+(reprobook.book.clean), for real in git, with Jupyter server's own contents manager."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobook.book.clean import clean, clean_text
+from reprobook.book.clean import clean, clean_text, kernel_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
@@ -21,11 +23,6 @@ def _as_lab_leaves_it(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {"model_name": "M"}}}}
     nb["metadata"]["toc-autonumbering"] = True
-    # what a running ipykernel reports of itself, written back by Lab (seen in a real Lab: tests/integration/test_lab.py)
-    nb["metadata"]["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
-    nb["metadata"]["language_info"] = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
-                                       "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
-                                       "pygments_lexer": "ipython3", "version": "3.11.7"}
     for i, cell in enumerate(nb["cells"]):
         cell["metadata"].update({"scrolled": True, "jupyter": {"source_hidden": True},
                                  "execution": {"iopub.status.busy": "2026-11-25T19:00:00Z"}})
@@ -84,25 +81,51 @@ def test_outputs_written_by_another_editor_never_reach_git(tmp_path):
     assert git("status", "--porcelain").strip() == f"M notebooks/{nb_path.name}"  # a real edit still shows
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_a_lab_save_leaves_git_status_clean(tmp_path):
-    """Jupyter server's own contents manager, with the hook `make lab` sets, saves what Lab sends after "run all"."""
+def _lab_saves(repo: Path, nb_path: Path, nb: dict) -> None:
+    """Jupyter server's contents manager, configured as the venv's `jupyter lab` is by `make setup`, saves ``nb``."""
     import nbformat
     from jupyter_server.services.contents.filemanager import FileContentsManager
+    config = json.loads((ROOT / "lib" / "reprobook" / "book" / "jupyter_server_config.json").read_text())
+    manager = FileContentsManager(root_dir=str(repo), post_save_hook=config["ContentsManager"]["post_save_hook"])
+    rel = nb_path.relative_to(repo).as_posix()
+    manager.save({"type": "notebook", "format": "json", "content": nbformat.from_dict(nb)}, rel)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_lab_save_keeps_the_outputs_and_leaves_git_status_clean(tmp_path):
+    """What Lab sends after "run all" is saved with its outputs, and git's status and checkout see no change."""
     repo, nb_path, git = _git_repo(tmp_path)
-    manager = FileContentsManager(root_dir=str(repo), pre_save_hook="reprobook.book.clean.pre_save")
-    model = manager.get(f"notebooks/{nb_path.name}")
-    sent = nbformat.from_dict(_as_lab_leaves_it(model["content"]))
-    sent.nbformat_minor = 5  # Lab keeps a cell's id, and gives one to a cell without (a 4.4 notebook's)
-    for i, cell in enumerate(sent.cells):
-        cell.setdefault("id", f"cell-{i}")
-    manager.save({"type": "notebook", "format": "json", "content": sent}, f"notebooks/{nb_path.name}")
+    git("commit", "-q", "--allow-empty", "-m", "second")
+    before = nb_path.stat().st_size
+    _lab_saves(repo, nb_path, _as_lab_leaves_it(json.loads(nb_path.read_text())))
+    assert "hello" in nb_path.read_text() and nb_path.stat().st_size > before  # the working copy keeps its outputs
     assert git("status", "--porcelain") == "", nb_path.read_text()[:2000]
-    # an edit made in Lab is saved (and shows)
-    sent.cells[0]["source"] = "# changed"
-    manager.save({"type": "notebook", "format": "json", "content": sent}, f"notebooks/{nb_path.name}")
+    git("checkout", "-q", "HEAD~1")  # git checkout of another commit is not blocked
+    # an edit made in Lab is saved, and shows
+    nb = _as_lab_leaves_it(json.loads(nb_path.read_text()))
+    nb["cells"][0]["source"] = "# changed"
+    _lab_saves(repo, nb_path, nb)
     assert git("status", "--porcelain").strip() == f"M notebooks/{nb_path.name}"
-    assert '"outputs": []' in nb_path.read_text() and "hello" not in nb_path.read_text()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_without_the_hook_a_filter_alone_leaves_git_status_dirty(tmp_path):
+    """Why the hook exists: git trusts a size change without running the filter (an empty diff, a blocked checkout)."""
+    repo, nb_path, git = _git_repo(tmp_path)
+    nb_path.write_text(json.dumps(_as_lab_leaves_it(json.loads(nb_path.read_text())), indent=1, sort_keys=True) + "\n")
+    assert git("status", "--porcelain").strip() == f"M notebooks/{nb_path.name}" and git("diff") == ""
+
+
+def test_the_committed_notebooks_carry_what_lab_writes_for_the_projects_kernel():
+    """Opening a notebook changes nothing: its kernelspec and language_info are what Lab sets when the kernel connects
+    (the language's version is the Python of whoever ran it last, so only its form is checked)."""
+    wanted = kernel_metadata()
+    for path in [*NOTEBOOKS, *sorted(ROOT.glob("book/**/*.ipynb"))]:
+        meta = json.loads(path.read_text())["metadata"]
+        assert meta["kernelspec"] == wanted["kernelspec"], path
+        lang = dict(meta["language_info"])
+        assert re.fullmatch(r"3\.\d+\.\d+", lang.pop("version")), path
+        assert lang == {k: v for k, v in wanted["language_info"].items() if k != "version"}, path
 
 
 def test_make_setup_installs_the_filter():
@@ -110,7 +133,8 @@ def test_make_setup_installs_the_filter():
     assert "setup: $(VENV)/.installed notebook-filter" in makefile
     assert "filter.reprobook-notebook.clean '$(BIN)/python -m reprobook.book.clean'" in makefile
     assert "*.ipynb filter=reprobook-notebook" in (ROOT / ".gitattributes").read_text()
-    assert "--ContentsManager.pre_save_hook=reprobook.book.clean.pre_save" in makefile
+    assert "jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json" in makefile
+    assert "--allow-root" in makefile  # `make lab` as root
 
 
 @pytest.mark.parametrize("path", [*NOTEBOOKS, *sorted(ROOT.glob("book/**/*.ipynb"))], ids=lambda p: p.stem)
@@ -122,21 +146,3 @@ def test_notebooks_are_stored_in_nbformat_4_5_with_cell_ids(path):
     ids = [cell.get("id") for cell in nb["cells"]]
     assert all(ids) and len(set(ids)) == len(ids), path
     nbformat.validate(nbformat.from_dict(nb))
-
-
-def test_a_notebook_stored_without_cell_ids_is_saved_without_them(tmp_path):
-    import nbformat
-    from jupyter_server.services.contents.filemanager import FileContentsManager
-    nb = json.loads(NOTEBOOKS[0].read_text())
-    nb["nbformat_minor"] = 4
-    for cell in nb["cells"]:
-        cell.pop("id")
-    stored = clean_text(json.dumps(nb))
-    (tmp_path / "old.ipynb").write_text(stored)
-    manager = FileContentsManager(root_dir=str(tmp_path), pre_save_hook="reprobook.book.clean.pre_save")
-    sent = nbformat.from_dict(_as_lab_leaves_it(nb))
-    sent.nbformat_minor = 5
-    for i, cell in enumerate(sent.cells):
-        cell["id"] = f"new-{i}"
-    manager.save({"type": "notebook", "format": "json", "content": sent}, "old.ipynb")
-    assert (tmp_path / "old.ipynb").read_text() == stored

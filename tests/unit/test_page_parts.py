@@ -74,33 +74,6 @@ def test_each_plot_becomes_a_figure_with_alt_text_and_caption(tmp_path):
     assert figure["ids"] and "reprobook-plot" in figure["classes"]
 
 
-def test_a_plot_keeps_a_phone_width_at_which_its_smallest_text_is_readable(tmp_path):
-    from PIL import Image
-    fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
-    ax.plot([1, 2], [1, 2], label="a")
-    ax.legend(fontsize=7)
-    ax.set(xlabel="x", ylabel="y")
-    assert plots.smallest_text_px(fig) == 7 * 100 / 72
-    (tmp_path / "p.png").write_bytes(base64.b64decode(plots.figure_png(fig)))
-    plt.close(fig)
-    with Image.open(tmp_path / "p.png") as png:
-        width, smallest = png.width, float(png.text[plots.TEXT_PX])
-    keep = sphinxext.phone_width(tmp_path / "p.png")
-    # 9 px text needs width * 9 / 9.7 px: rounded up to 50 px, never wider than the image itself
-    assert keep % 50 == 0 and width * 9 / smallest <= keep < width * 9 / smallest + 50 and keep <= width + 49
-    doc = _doc()
-    doc += nodes.image(uri="p.png")
-    sphinxext.caption_plots(doc, lambda uri: tmp_path / uri)
-    assert f"reprobook-minw-{keep}" in next(iter(doc.findall(nodes.figure)))["classes"]
-    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)   # small enough to fit a phone as it is
-    ax.plot([1, 2], [1, 2])
-    (tmp_path / "s.png").write_bytes(base64.b64decode(plots.figure_png(fig)))
-    plt.close(fig)
-    assert sphinxext.phone_width(tmp_path / "s.png") is None
-    css = (sphinxext.Path(sphinxext.__file__).parent / "static" / "reprobook.css").read_text()
-    assert f".reprobook-minw-{keep} img {{ min-width: {keep}px;" in css
-
-
 def test_assets_loaded_for_nothing_are_dropped():
     thebe_config = _JavaScript(None, body='const THEBE_JS_URL = "https://unpkg.com/thebe"')
     widgets = {"https://cdn.example/require.min.js": {}, "https://cdn.example/embed-amd.js": {}}
@@ -138,3 +111,19 @@ def test_the_site_answers_a_browsers_favicon_request_with_an_image():
     image = Image.open(io.BytesIO(sphinxext.favicon_png()))
     image.load()
     assert image.size == (16, 16)
+
+
+def test_a_pesto_not_run_box_names_the_rehearsal_and_the_cloudlab_profile_and_the_reason_fits_any_page():
+    from reprobook import api, sources
+    from reprobook.core.config import load_project
+    project = load_project(sphinxext.Path(__file__).resolve().parents[2])
+    claim = project.claim("pesto/workloads")
+    box = api.way_forward_html(claim)
+    assert "reprobook run pesto/workloads --source live --host CLUSTER -p scale rehearsal" in box
+    assert "reprobook cloudlab profile pesto/workloads -o profile.py" in box and "m510" in box
+    assert "cloudlab import manifest.xml --cluster CLUSTER --claim pesto/workloads" in box
+    by_hand = api.way_forward_html(project.claim("verus/ironkv"))   # run by hand: neither
+    assert "cloudlab profile" not in by_hand and "scale rehearsal" not in by_hand
+    # the not-run reason is shown on the claim's own page and in the summary: it points at the box by its name
+    reason = sources._no_outputs(claim, None)
+    assert "on its page" not in reason and "What it would take" in reason

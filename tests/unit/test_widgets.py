@@ -116,6 +116,16 @@ def test_hosts_and_clusters_with_their_last_recorded_check(tmp_path, monkeypatch
     assert [v for _, v in panel.runs.options] == ["aardvark-validator-throughput-0123456789"]
 
 
+def test_a_host_that_cannot_take_a_claims_roles_falls_short_and_is_not_called_unreachable():
+    """`local` gives one server where pesto/workloads needs six: the check says that, not "unreachable"."""
+    from reprobook import widgets
+    import reprobook as rb
+    project = rb.project()
+    check = widgets.check_now(project, project.claim("pesto/workloads"), "local")
+    assert check.state == "falls short" and not check.error, check
+    assert "'server' takes 6 hosts" in check.words() and "gives it 1" in check.words()
+
+
 def test_without_a_kernel_the_panel_is_a_note(root):
     import reprobook as rb
     from reprobook.widgets import NOTE

@@ -1,50 +1,58 @@
 """A notebook as git stores it: no outputs, no execution counts, no per-session metadata.
 
 JupyterLab's autosave writes a notebook's outputs, its counts and its view state (folded cells,
-scrolled outputs, timings) into the file, so a Lab session left every evaluator's checkout dirty and
-the next ``git pull`` in conflict. ``make setup`` installs this as a git *clean* filter for
-``*.ipynb`` (``.gitattributes``): git sees each notebook as this function returns it, so after a
-Lab session ``git diff`` shows nothing. ``make lab`` also saves notebooks in that form (`pre_save`), so the
-files themselves stay as stored and ``git status`` is clean too (git reports a filtered file whose size
-changed as modified even when its filtered content is not).
+scrolled outputs, timings) into the file. ``make setup`` installs `main` as a git *clean* filter for
+``*.ipynb`` (``.gitattributes``): git stores each notebook as `clean` returns it, so the working copy
+keeps its outputs (a reopened notebook shows them) and ``git diff`` shows only real edits.
 
 What stays: the cells' sources, their ids and their ``tags`` (the website's layout) and MyST-NB
-options (``mystnb``), the notebook's kernel by name (``kernelspec``: name, language, and "Python 3" for
-``python3``, which a kernel reports as "Python 3 (ipykernel)") and its language by name (``language_info``:
-only ``name``; the version and lexers a running kernel adds are the session's, not the notebook's). The JSON is written
-as nbformat writes it (one-space indent, keys sorted, a final newline). Input that is not a notebook
-passes through unchanged, so a broken file is never made worse by the filter.
+options (``mystnb``), and the notebook's ``kernelspec`` and ``language_info`` as JupyterLab writes
+them when the project's kernel connects (`kernel_metadata`). The committed notebooks carry exactly
+that, so opening one changes nothing and closing it asks nothing (a filter that stored a shorter form
+had Lab write the long one back on every open). The JSON is written as Jupyter writes it (one-space
+indent, keys sorted, a final newline). Input that is not a notebook passes through unchanged, so a
+broken file is never made worse by the filter.
+
+A filter alone leaves ``git status`` saying "modified" once a save changes a notebook's size (git
+trusts a size change without running the filter), and such a file blocks ``git checkout``. So the
+project's Jupyter server configuration (``jupyter_server_config.json`` beside this module, which
+``make setup`` puts where the venv's ``jupyter lab`` reads it) runs `post_save` after each save:
+when the saved notebook's stored form is the one git already has, git's index learns the file's new
+size and time (``git update-index``), and ``git status`` is clean again. A real edit is left alone.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 KEPT_CELL_METADATA = ("tags", "mystnb")
+
+
+def kernel_metadata() -> dict:
+    """The notebook metadata JupyterLab writes once the project's kernel (ipykernel's ``python3``) connects."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+    spec = get_kernel_dict()
+    return {"kernelspec": {"display_name": spec["display_name"], "language": spec["language"], "name": KERNEL_NAME},
+            "language_info": json.loads(json.dumps(IPythonKernel.language_info))}
 
 
 def clean(nb: dict) -> dict:
     """``nb`` (a notebook as parsed JSON) without outputs, counts or session metadata; a new dict."""
     out = dict(nb)
     out["metadata"] = {k: v for k, v in (nb.get("metadata") or {}).items() if k in KEPT_NOTEBOOK_METADATA}
-    spec = out["metadata"].get("kernelspec")
-    if isinstance(spec, dict):
-        spec = {k: v for k, v in spec.items() if k in ("display_name", "language", "name")}
-        if spec.get("name") == "python3":
-            spec["display_name"] = "Python 3"
-        out["metadata"]["kernelspec"] = spec
-    lang = out["metadata"].get("language_info")
-    if isinstance(lang, dict):
-        out["metadata"]["language_info"] = {k: v for k, v in lang.items() if k == "name"}
     cells = []
     for cell in nb.get("cells") or []:
         cell = dict(cell)
         cell["metadata"] = {k: v for k, v in (cell.get("metadata") or {}).items() if k in KEPT_CELL_METADATA}
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
-        cell.pop("attachments", None) if not cell.get("attachments") else None
+        if "attachments" in cell and not cell["attachments"]:
+            cell.pop("attachments")
         cells.append(cell)
     out["cells"] = cells
     return out
@@ -61,36 +69,35 @@ def clean_text(text: str) -> str:
     return json.dumps(clean(nb), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def pre_save(model: dict, path: str, contents_manager=None, **kwargs) -> None:
-    """Jupyter server's ``ContentsManager.pre_save_hook`` (``make lab`` sets it): a notebook is saved as git stores it.
-
-    Lab's autosave then writes no outputs into the checkout (the open notebook keeps them on screen), so
-    ``git status`` stays clean after a session. Cell ids are kept as the file on disk has them: a notebook
-    stored without ids (nbformat 4.4) is saved without the ids Lab gives it when it opens it.
-    """
-    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
-        return
-    nb = model["content"]
-    stored = clean(nb)
-    nb["metadata"] = stored["metadata"]
-    for cell, kept in zip(nb.get("cells") or [], stored["cells"]):
-        cell.clear()
-        cell.update(kept)
-    on_disk = _on_disk(contents_manager, path)
-    if on_disk is not None and on_disk.get("nbformat_minor", 5) < 5 and nb.get("nbformat") == 4:
-        nb["nbformat_minor"] = on_disk["nbformat_minor"]
-        for cell in nb.get("cells") or []:
-            cell.pop("id", None)
-
-
-def _on_disk(contents_manager, path: str) -> dict | None:
-    """The notebook at ``path`` as stored now (None when it cannot be read: a new notebook)."""
+def _git(cwd: Path, *args: str) -> str | None:
     try:
-        os_path = contents_manager._get_os_path(path)  # FileContentsManager's; others: no ids to mirror
-        with open(os_path, encoding="utf-8") as f:
-            return json.load(f)
-    except (AttributeError, OSError, ValueError, TypeError):
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
         return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def refresh_index(path: str | Path) -> bool:
+    """Tell git's index that ``path`` changed only in what the filter drops; True if it did.
+
+    Nothing happens (False) when ``path`` is not tracked by git, or its stored form differs from
+    the index's (a real edit: ``git status`` must show it).
+    """
+    path = Path(path).resolve()
+    top = _git(path.parent, "rev-parse", "--show-toplevel")
+    if not top:
+        return False
+    rel = path.relative_to(Path(top).resolve()).as_posix()
+    staged = _git(Path(top), "rev-parse", "--verify", "-q", f":{rel}")
+    if not staged or _git(Path(top), "hash-object", "--", rel) != staged:
+        return False
+    return _git(Path(top), "update-index", "-q", "--", rel) is not None
+
+
+def post_save(model: dict, os_path: str, contents_manager=None, **kwargs) -> None:
+    """Jupyter server's ``ContentsManager.post_save_hook``: after a notebook is saved, `refresh_index`."""
+    if model.get("type") == "notebook":
+        refresh_index(os_path)
 
 
 def main() -> int:

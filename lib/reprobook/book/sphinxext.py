@@ -16,10 +16,12 @@ MyST-NB fetches from CDNs to show it (the control panel's HTML fallback is what 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
 
+from reprobook.book import assets
 from reprobook.book.pages import HOWTO_END, HOWTO_START
 from reprobook.core.checks import BADGE_END, BADGE_START
 
@@ -75,25 +77,6 @@ def _png_text(path: Path) -> dict:
         return {}
 
 
-READABLE_PX = 9
-"""The smallest text a plot may show on a phone, in CSS pixels."""
-PHONE_PX = 340
-"""The width a plot gets on a 390-pixel phone screen, inside the page's margins."""
-
-
-def phone_width(path: Path) -> int | None:
-    """The width in pixels (a multiple of 50) a plot must keep on a phone so its smallest text stays at
-    `READABLE_PX` or more (its cell scrolls sideways instead), or None when the phone's width does."""
-    text = _png_text(path)
-    try:
-        from reprobook.book.plots import TEXT_PX
-        smallest, width = float(text[TEXT_PX]), int(text["width"])
-    except (KeyError, ValueError):
-        return None
-    need = min(width, width * READABLE_PX / smallest)
-    return None if need <= PHONE_PX else int(-(-need // 50) * 50)
-
-
 def caption_plots(doctree: nodes.document, locate) -> int:
     """Give each notebook plot of ``doctree`` its alt text and a caption, from the words its PNG carries.
 
@@ -110,8 +93,7 @@ def caption_plots(doctree: nodes.document, locate) -> int:
             continue
         alt, caption = words
         image["alt"] = alt
-        keep = phone_width(path)
-        figure = nodes.figure("", classes=["reprobook-plot"] + ([f"reprobook-minw-{keep}"] if keep else []))
+        figure = nodes.figure("", classes=["reprobook-plot"])
         figure["ids"].append(f"plot-{done + 1}")  # Sphinx numbers figures (numfig): each needs an id
         image.replace_self(figure)
         figure += image
@@ -141,10 +123,16 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def _unused(asset, *, widgets_shown: bool, widget_scripts) -> bool:
+DESIGN_ASSETS = ("sphinx-design.min.css", "design-tabs.js")
+"""sphinx-design's style and script, which a page without its components (no ``sd-`` class) loads for nothing."""
+
+
+def _unused(asset, *, widgets_shown: bool, widget_scripts, design_shown: bool = True) -> bool:
     name = str(getattr(asset, "filename", "") or "")
     attrs = getattr(asset, "attributes", {}) or {}
     if "thebe" in name or "THEBE_JS_URL" in str(attrs.get("body", "")):
+        return True
+    if not design_shown and name.rsplit("/", 1)[-1].split("?")[0] in DESIGN_ASSETS:
         return True
     if widgets_shown:
         return False
@@ -155,13 +143,15 @@ def prune_assets(script_files: list, css_files: list, body: str, widget_scripts=
     """Drop from a page's assets (in place) what it loads for nothing; return what was dropped.
 
     Thebe's scripts and style always; the widget state and the scripts that render it (``widget_scripts``,
-    MyST-NB's ``nb_ipywidgets_js``) when ``body`` shows no widget view.
+    MyST-NB's ``nb_ipywidgets_js``) when ``body`` shows no widget view; sphinx-design's when it shows none of its
+    components.
     """
     shown = WIDGET_VIEW in body
+    design = bool(re.search(r'class="[^"]*\bsd-', body))
     dropped = []
     for files in (script_files, css_files):
         for asset in list(files):
-            if _unused(asset, widgets_shown=shown, widget_scripts=set(widget_scripts)):
+            if _unused(asset, widgets_shown=shown, widget_scripts=set(widget_scripts), design_shown=design):
                 files.remove(asset)
                 dropped.append(str(getattr(asset, "filename", "") or "inline script"))
     return dropped
@@ -187,8 +177,9 @@ def favicon_png(size: int = 16, rgb: tuple[int, int, int] = (26, 127, 55)) -> by
 
 
 def _build_finished(app, exception) -> None:
-    # a browser asks every site for /favicon.ico (the root's redirect page names no icon): answer it, not a 404
     if exception is None and getattr(app.builder, "format", "") == "html":
+        assets.lighten(app.outdir, favicon_png())   # the theme's assets trimmed to what the pages use
+        # a browser asks every site for /favicon.ico (the root's redirect page names no icon): answer it, not a 404
         icon = Path(app.outdir) / "favicon.ico"
         if not icon.exists():
             icon.write_bytes(favicon_png())
