@@ -273,7 +273,7 @@ def report_crate(reports: Iterable[tuple[str, str, Mapping]]) -> dict:
     triples, the files named relative to the directory. Each report is one ``CreateAction`` of reprobook whose
     ``object`` holds the runs judged and the artifact's repositories, and whose ``result`` holds its two files and
     per claim its verdict, status, time to reproduce and ACM badges (``PropertyValue``)."""
-    parts, entities, actions, names, newest = [], [], [], [], ""
+    parts, entities, actions, names, newest, citations = [], [], [], [], "", []
     for md, js, data in reports:
         paper = data["paper"]["id"]
         names.append(data["paper"]["title"])
@@ -286,6 +286,17 @@ def report_crate(reports: Iterable[tuple[str, str, Mapping]]) -> dict:
             files.append(fid)
             entities.append({"@id": fid, "@type": "File", "name": path, "encodingFormat": fmt, "description": what})
         objects = []
+        cited = data["paper"].get("citation")
+        if cited:   # the paper the report is about, as its paper file says to cite it
+            pid = f"https://doi.org/{cited['doi']}" if cited.get("doi") else f"#paper-{paper}"
+            entities.append({"@id": pid, "@type": "ScholarlyArticle",
+                             "name": cited.get("title") or data["paper"]["title"],
+                             "creditText": ", ".join(cited["authors"]) + f": {cited.get('title') or data['paper']['title']}"
+                                           f". {cited.get('venue') or data['paper']['venue']}"
+                                           + (f", {cited['year']}" if cited.get("year") else "") + ".",
+                             **({"datePublished": str(cited["year"])} if cited.get("year") else {}),
+                             **({"url": cited["url"]} if cited.get("url") else {})})
+            citations.append(pid)
         for repo in data.get("repositories") or ():
             rid = f"#{paper}-repository-{quote(repo['name'], safe='')}"
             entities.append({"@id": rid, "@type": ["CreativeWork", "SoftwareSourceCode"], "name": repo["name"],
@@ -322,7 +333,8 @@ def report_crate(reports: Iterable[tuple[str, str, Mapping]]) -> dict:
     crate = _skeleton("Evaluator's reports: " + "; ".join(names),
                       "reprobook's evaluator's reports: per claim the verdict, its evidence and the ACM badges it "
                       "supports", newest, parts, actions[0], [*actions[1:], _reprobook(version), *entities])
-    crate["@graph"][1] = _single({**crate["@graph"][1], "mentions": [_ref(a["@id"]) for a in actions]})
+    crate["@graph"][1] = _single({**crate["@graph"][1], "mentions": [_ref(a["@id"]) for a in actions],
+                                  **({"citation": [_ref(c) for c in citations]} if citations else {})})
     return crate
 
 
