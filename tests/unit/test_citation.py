@@ -41,12 +41,13 @@ def test_reprobook_new_writes_a_citation_block_the_schema_checks_and_the_report_
 
     from reprobook.core.config import load_paper
     from reprobook.core.provenance import report_crate
+    from reprobook.core.schema import load_yaml
     from reprobook.errors import ConfigError
     from reprobook.scaffold import new_paper
     shutil.copy(ROOT / "_toc.yml", tmp_path / "_toc.yml")
     (tmp_path / "configs" / "papers").mkdir(parents=True)
     new_paper(tmp_path, "toy", claim="speedup", title="Toy", venue="NoConf 2026")
-    written = yaml.safe_load((tmp_path / "configs/papers/toy.yaml").read_text())
+    written = load_yaml(tmp_path / "configs/papers/toy.yaml", "paper")   # checked against the paper file's schema
     assert written["citation"]["authors"] and set(written["citation"]) == {"authors"}   # year, doi, url: shown, commented
 
     aardvark = yaml.safe_load((ROOT / "configs/papers/aardvark.yaml").read_text())
