@@ -796,7 +796,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "it is supported and what it still needs. A successful run counts toward "
                                    "Functional at any scale and toward Reproduced only at the paper's; the authors' "
                                    "outputs toward neither; Available needs the artifact's DOI in the paper file "
-                                   "(artifact_doi). With redact_hosts, hosts, users and machines are withheld.")
+                                   "(artifact_doi). Each claim's status (reproduced, functional, not run) and time "
+                                   "to reproduce at each scale (as `reprobook plan` estimates it) lead its section. "
+                                   "The directory's ro-crate-metadata.json (an RO-Crate) describes every report in "
+                                   "it. With redact_hosts, hosts, users and machines are withheld.")
     s.add_argument("paper", help="e.g. aardvark")
     s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
     s.set_defaults(func=cmd_report)
