@@ -110,6 +110,13 @@ def test_export_packs_the_crate_and_its_files_and_refuses_what_it_cannot(tmp_pat
         assert z.read("outputs/logs/aout1.txt") == LOG.encode()
     assert names == {provenance.CRATE, "outputs/logs/aout1.txt", "manifest.json"}
     assert {p["@id"] for p in _listed(_graph(crate)["./"]["hasPart"])} == names - {provenance.CRATE}
+    # a record naming a file outside the run (a damaged or hostile manifest) is neither described nor packed
+    (tmp_path / "secret.txt").write_text("not the run's")
+    run.update(files=[*run.manifest["files"], {"output": "logs", "path": "../../../../secret.txt", "sha256": "0"},
+                      {"output": "logs", "path": str(tmp_path / "secret.txt"), "sha256": "0"}])
+    provenance.export_run(rb.project(), run, tmp_path / "again.zip")
+    with zipfile.ZipFile(tmp_path / "again.zip") as z:
+        assert set(z.namelist()) == names and "secret" not in z.read(provenance.CRATE).decode()
     for argv, words in ((["export", "nope", "-o", str(tmp_path / "x.zip")], "neither a paper"),
                         (["export", run.id, "-o", str(tmp_path / "x.tar")], "ending in .zip"),
                         (["export", run.id, "-o", str(tmp_path / "dir.zip")], "is a directory")):

@@ -154,8 +154,11 @@ def run_crate(run, *, claim=None, redactor=None, verdict: Mapping | None = None)
     entities: list[dict] = []
 
     def data_file(path: str, **props) -> str | None:
-        if not (run.path / path).is_file():
+        # only a file inside the run's directory (a crate's data entity is a path in it; an export packs it)
+        inside = isinstance(path, str) and path and not Path(path).is_absolute() and ".." not in Path(path).parts
+        if not inside or not (run.path / path).is_file():
             return None
+        props = {k: v for k, v in props.items() if v not in (None, "")}
         fid = _file_id(path)
         parts.append(fid)
         fmt = mimetypes.guess_type(path)[0] or ("text/plain" if path.endswith((".log", ".out", ".txt")) else
@@ -171,7 +174,8 @@ def run_crate(run, *, claim=None, redactor=None, verdict: Mapping | None = None)
                                                          if isinstance(rec.get("archive"), Mapping) else
                                                          f", from the archive {rec['archive']}"
                                                          if rec.get("archive") else "")
-        fid = data_file(rec["path"], description=what, contentSize=str(rec.get("size", "")), sha256=rec["sha256"])
+        fid = data_file(rec.get("path"), description=what, contentSize=str(rec.get("size", "")),
+                        sha256=rec.get("sha256"))
         if fid:
             results.append(fid)
     objects: list[str] = []
@@ -192,9 +196,9 @@ def run_crate(run, *, claim=None, redactor=None, verdict: Mapping | None = None)
         objects.append(rid)
     if redactor is None:
         for name, rec in sorted((m.get("inputs") or {}).items()):
-            fid = data_file(rec["path"], description=f"an input of the run ({name})" + (
+            fid = data_file(rec.get("path"), description=f"an input of the run ({name})" + (
                 f", generated from {rec['source']}" if rec.get("source") else ""),
-                contentSize=str(rec.get("size", "")), sha256=rec["sha256"])
+                contentSize=str(rec.get("size", "")), sha256=rec.get("sha256"))
             if fid:
                 objects.append(fid)
     verdict = verdict or _read_json(run.path / "verdict.json")
