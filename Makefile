@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup bytecode notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
+.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
 
 setup: $(VENV)/.installed notebook-filter bytecode
 
@@ -43,12 +43,22 @@ book: setup
 # Two xdist workers: the real builds on one, one after another, the site's tests and everything else on the
 # other, longest first (tests/conftest.py says how the tests are grouped). PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= 2
-test: setup system-deps lint-imports
+# The standard validators the tests hold the RO-Crates and CITATION.cff to (roc-validator, cffconvert): a venv of
+# their own, since they pin versions of rich and jsonschema the project's cannot share (tests/support/validators.py).
+VALIDATORS := .venv-validators
+validators: $(VALIDATORS)/.installed
+
+$(VALIDATORS)/.installed: tests/validators.txt
+	$(PYTHON) -m venv $(VALIDATORS)
+	$(VALIDATORS)/bin/pip install -q --disable-pip-version-check -r tests/validators.txt
+	touch $@
+
+test: setup validators system-deps lint-imports
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The developer's loop (a few minutes): the import rules, then every unit and parser test, two at a time. No sshd,
 # browser or book build; `make test` runs those too. Of the system programs it installs only the unit tests' own.
-test-fast: setup system-deps-unit lint-imports
+test-fast: setup validators system-deps-unit lint-imports
 	$(BIN)/pytest -q -n 2 -m "not slow and not ssh and not book and not browser" tests/unit
 
 # The layers' import rules (pyproject.toml, [tool.importlinter]): no cycle, no upward import, no paper named by the engine.

@@ -221,6 +221,8 @@ def _execute(project, claim, run, source: str, params: dict, quiet: bool) -> dic
     verdict = json.loads(verdict_file.read_text())
     run.update(verdict=verdict["verdict"], margin=verdict["margin"], notebook=out.name,
                outputs_source=verdict.get("source_id"))
+    from reprobook.core.provenance import write_for
+    write_for(project, run, verdict=verdict)   # the run's RO-Crate, with its verdict
     return verdict
 
 
@@ -384,6 +386,37 @@ def cmd_report(args) -> int:
     project.paper(args.paper)  # an unknown paper: a clear error, listing the known ones
     md, js = write_report(args.paper, args.out)
     print(f"wrote {md} (Markdown, for the review form) and {js} (JSON, schema: lib/reprobook/core/schemas/report.json)")
+    return 0
+
+
+def cmd_export(args) -> int:
+    """``export RUN|PAPER -o FILE.zip``: a run's RO-Crate, or a paper's report as one, packed for a repository."""
+    from reprobook.core import provenance
+    from reprobook.core.runs import RunStore
+    from reprobook.errors import ConfigError
+    out = Path(args.output)
+    if out.suffix.lower() != ".zip":
+        raise ReprobookError(f"-o {args.output}: the crate is packed as a zip, so name a file ending in .zip")
+    if out.is_dir():
+        raise ReprobookError(f"-o {args.output} is a directory: name the zip file to write")
+    project = _project()
+    if args.what in project.papers:
+        from reprobook.report import write_report
+        with tempfile.TemporaryDirectory(prefix="reprobook-export-") as tmp:
+            write_report(args.what, tmp)
+            crate = json.loads((Path(tmp) / provenance.CRATE).read_text())
+            provenance.pack(Path(tmp), crate, out)
+        what = f"the evaluator's report of {args.what} (Markdown and JSON)"
+    else:
+        try:
+            run = RunStore(project.settings.runs_dir).load(args.what)
+        except ConfigError:
+            raise ReprobookError(f"{args.what!r} is neither a paper ({', '.join(project.papers)}) nor a run in the run "
+                                 f"store {project.settings.runs_dir} (`reprobook runs` lists them)") from None
+        provenance.export_run(project, run, out)
+        what = f"run {run.id}" + (" (redacted: hosts, users and paths withheld; the manifest, log, notebook and "
+                                  "generated inputs left out)" if project.settings.redact_hosts else "")
+    print(printable(f"wrote {out}: an RO-Crate (Process Run Crate profile) of {what}, with the files it describes"))
     return 0
 
 
@@ -763,10 +796,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "it is supported and what it still needs. A successful run counts toward "
                                    "Functional at any scale and toward Reproduced only at the paper's; the authors' "
                                    "outputs toward neither; Available needs the artifact's DOI in the paper file "
-                                   "(artifact_doi). With redact_hosts, hosts, users and machines are withheld.")
+                                   "(artifact_doi). Each claim's status (reproduced, functional, not run) and time "
+                                   "to reproduce at each scale (as `reprobook plan` estimates it) lead its section. "
+                                   "The directory's ro-crate-metadata.json (an RO-Crate) describes every report in "
+                                   "it. With redact_hosts, hosts, users and machines are withheld.")
     s.add_argument("paper", help="e.g. aardvark")
     s.add_argument("--out", default=".", help="directory to write into (default: the current one)")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("export", help="pack a run, or a paper's report, as an RO-Crate zip for a repository",
+                       description="Write FILE.zip: an RO-Crate (ro-crate-metadata.json, Process Run Crate profile) "
+                                   "and the files it describes. For a run: its outputs with their sha256, its "
+                                   "parameters, the artifact's repositories at their commits, its hosts' facts and "
+                                   "its verdict with each check's reason (plus its manifest, log and executed "
+                                   "notebook). For a paper: its evaluator's report, as `reprobook report` writes it. "
+                                   "With redact_hosts no host, user or local path is named, and the files that name "
+                                   "them (manifest, log, notebook, generated inputs) are left out; the output files "
+                                   "are packed as they were fetched. Zenodo and WorkflowHub take such a zip.")
+    s.add_argument("what", metavar="RUN|PAPER", help="a run id (`reprobook runs`) or a paper (e.g. aardvark)")
+    s.add_argument("-o", "--output", required=True, metavar="FILE.zip", help="the zip file to write")
+    s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("runs", help="list recorded runs", description="List the runs in the run store.",
                        epilog=RUNS_JSON)

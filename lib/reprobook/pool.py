@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, TextIO
 
+from reprobook.core.provenance import write_for
 from reprobook.core.config import Claim, Project
 from reprobook.errors import ConfigError, ReprobookError
 from reprobook.formats.terminal import printable
@@ -318,7 +319,9 @@ def run_all(paper: str, hosts: Iterable[str] | str, *, project: Project | None =
             claim = project.claim(key)
             outputs = sources.obtain(project, claim, r.run_id, progress=False)
             verdict = api.check(claim, api.load(claim, outputs), outputs)
-            store.load(r.run_id).update(verdict=str(verdict.verdict), margin=verdict.margin)
+            judged = store.load(r.run_id)
+            judged.update(verdict=str(verdict.verdict), margin=verdict.margin)
+            write_for(project, judged, verdict=verdict.as_dict())   # the run's RO-Crate, with its verdict
             results[key] = ClaimRun(key, r.host, r.run_id, r.status, r.seconds, verdict.says, verdict.margin,
                                     verdict.reason)
             if view:

@@ -272,6 +272,34 @@ def claim_badges(paper, claim, evidence: list[dict]) -> dict:
     return {"Available": available, "Functional": func, "Reproduced": repro}
 
 
+STATUSES = ("reproduced", "functional", "not run")
+"""A claim's status in an evaluation committee's words: its experiment's results came out again (*Reproduced*
+supported), it ran end to end (*Functional*), or no run of it is recorded."""
+
+
+def claim_status(badges: dict) -> str:
+    """The claim's status (`STATUSES`) from its badges (`claim_badges`): the badge logic decides, once."""
+    return ("reproduced" if badges["Reproduced"]["supported"] else
+            "functional" if badges["Functional"]["supported"] else "not run")
+
+
+def time_to_reproduce(project_, claim, runs) -> list[dict]:
+    """How long a live run of ``claim`` takes at each of its scales (the paper's first), as `reprobook plan` says it:
+    learned from the step times of the recorded runs at that scale, else the paper file's figure for the scale,
+    else the steps' estimates (`reprobook.core.plan.RunPlan.expected_minutes`). A figure of 0 is none stated."""
+    from reprobook.core.plan import learn, make_plan
+    from reprobook.core.scales import PAPER
+    paper = project_.paper(claim.paper)
+    scales = sorted(claim.scales, key=lambda s: s != PAPER) if claim.scales else [None]
+    out = []
+    for scale in scales:
+        plan = learn(make_plan(claim, {"scale": scale} if scale else None, paper=paper, source="live"), runs)
+        minutes = round(plan.expected_minutes, 1)
+        out.append({"scale": scale or PAPER, "minutes": minutes or None,
+                    "from": plan.expected_source if minutes else "nothing states it"})
+    return out
+
+
 def _claim_entry(project_, claim, scrub) -> dict:
     from reprobook.core.plan import make_plan
     from reprobook.core.requirements import differences
@@ -321,7 +349,9 @@ def _claim_entry(project_, claim, scrub) -> dict:
         "checks": [{"what": c.what, "verdict": str(c.verdict), "reason": scrub(c.reason),
                     "judged_on": scrub(c.judged_on)} for c in v.checks],
         "evidence": evidence,
-        "badges": claim_badges(paper, claim, evidence),
+        "badges": (badges := claim_badges(paper, claim, evidence)),
+        "status": claim_status(badges),
+        "time_to_reproduce": time_to_reproduce(project_, claim, store.runs(claim)),
     }
 
 
@@ -374,11 +404,12 @@ def paper_report(paper_id: str) -> dict:
             for r in c["runs"]:
                 r["host"] = redactor.field(r["host"])
     return {
-        "report": "reprobook evaluator's report", "version": 2,
+        "report": "reprobook evaluator's report", "version": 3,
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "reprobook": __version__, "stamp": build_stamp(proj.root),
         "paper": {"id": paper.id, "title": paper.title, "venue": paper.venue, "guide": paper.guide,
-                  "artifact_doi": paper.artifact_doi or None},
+                  "artifact_doi": paper.artifact_doi or None,
+                  "citation": {k: list(v) if isinstance(v, tuple) else v for k, v in paper.citation.items()} or None},
         "repositories": [{"name": r.name, "url": r.url, "commit": r.commit} for r in paper.repositories.values()],
         "claims": claims,
         "verdicts": {k: sum(c["verdict"] == k for c in claims) for k in ("holds", "fails", "inconclusive", "not run")},
@@ -405,6 +436,11 @@ def _sentence(s: str) -> str:
     return s if s.endswith((".", "!", "?")) else s + "."
 
 
+def _time_words(estimate: dict) -> str:
+    from reprobook.core.model import duration_words
+    return f"about {duration_words(estimate['minutes'])}" if estimate["minutes"] else "not stated"
+
+
 def report_markdown(data: dict) -> str:
     """The report as Markdown, for pasting into a review form; it reads as plain text too.
 
@@ -422,18 +458,22 @@ def report_markdown(data: dict) -> str:
         held = pb["held_back_by"]
         lines.append(f"- {b}: " + ("supported; " if pb["supported"] else "not yet; ") + _sentence(t(pb["reason"]))
                      + (f" Held back by {', '.join(held)}." if held and b != "Available" else ""))
-    lines += ["", "| claim | verdict | margin | judged | " + " | ".join(BADGES) + " |",
-              "|---|---|---|---|" + "---|" * len(BADGES)]
+    lines += ["", "| claim | status | time to reproduce | verdict | margin | judged | " + " | ".join(BADGES) + " |",
+              "|---|---|---|---|---|---|" + "---|" * len(BADGES)]
     for c in data["claims"]:
         marks = " | ".join("yes" if c["badges"][b]["supported"] else "no" for b in BADGES)
-        lines.append(f"| {t(c['title'])} | {t(c['wording'])} | {margin_words(c['margin'])} | {t(c['source'])} | "
-                     f"{marks} |")
+        lines.append(f"| {t(c['title'])} | {c['status']} | {_time_words(c['time_to_reproduce'][0])} | "
+                     f"{t(c['wording'])} | {margin_words(c['margin'])} | {t(c['source'])} | {marks} |")
     lines += ["", "Repositories: " + "; ".join(f"[{r['url']}]({r['url']}) at `{r['commit'][:12]}`"
                                                 for r in data["repositories"]) + "."
               + (f" Archived as DOI {p['artifact_doi']}." if p.get("artifact_doi") else
                  " No archival copy (DOI) is recorded."), ""]
     for c in data["claims"]:
         lines += [f"## {c['title']}", "", f"**Claim** ({', '.join(c['refs'])}). {c['statement']}", ""]
+        have = [b for b in BADGES if c["badges"][b]["supported"]]
+        lines += [f"**Status: {c['status']}.** Badges supported: {', '.join(have) or 'none yet'}. "
+                  "Time to reproduce: " + "; ".join(f"{_time_words(e)} at the {e['scale']} scale ({e['from']})"
+                                                     for e in c["time_to_reproduce"]) + ".", ""]
         if c["verdict"] == "not run":
             lines += [f"**Verdict: not run.** {_sentence(t(c['source_detail']))}", ""]
         else:
@@ -482,7 +522,8 @@ def report_markdown(data: dict) -> str:
 
 
 def write_report(paper_id: str, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``<paper>-report.md`` and ``<paper>-report.json`` (validated against its schema) into ``out_dir``."""
+    """Write ``<paper>-report.md`` and ``<paper>-report.json`` (validated against its schema) into ``out_dir``, and
+    the directory's RO-Crate (``ro-crate-metadata.json``, describing every report in it: `reprobook.core.provenance`)."""
     import json
     data = paper_report(paper_id)
     validate_report(data)
@@ -491,4 +532,6 @@ def write_report(paper_id: str, out_dir: str | Path) -> tuple[Path, Path]:
     md, js = out / f"{paper_id}-report.md", out / f"{paper_id}-report.json"
     md.write_text(report_markdown(data))
     js.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    from reprobook.core.provenance import write_report_crate
+    write_report_crate(out)   # the directory's RO-Crate: every report in it
     return md, js

@@ -59,6 +59,13 @@ paper:
 #     commit: 0123456789abcdef0123456789abcdef01234567
 repositories: {{}}
 
+# How to cite the paper (the evaluator's report and its RO-Crate cite it so): as the paper's own page gives it.
+citation:
+  authors: ["Replace with the first author", "and each other author, as the paper lists them"]
+  # year: 2025
+  # doi: 10.1145/0000000.0000000      (the paper's DOI, without https://doi.org/; the artifact's is artifact_doi)
+  # url: https://www.usenix.org/conference/...
+
 published:
   - id: {claim}-speedup
     what: the speed-up the paper reports (replace with the number your claim is about)

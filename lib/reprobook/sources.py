@@ -336,9 +336,12 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
 
     store = RunStore(project.settings.runs_dir)
     extra = {"host_facts": {"imported": facts}} if facts else {}
-    return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
-                              params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
-                              **extra)
+    run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
+                             params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
+                             **extra)
+    from reprobook.core.provenance import write_for
+    write_for(project, run)   # its RO-Crate (not judged yet: a run of the claim's notebook adds the verdict)
+    return run
 
 
 def _loadable(project: Project, claim: Claim, run: Run) -> tuple[Outputs | None, str | None]:

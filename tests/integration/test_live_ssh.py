@@ -25,7 +25,8 @@ from reprobook.remote.live import perform
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from reprobook.remote.transfer import sha256_file
-from tests.integration.conftest import _wait_for
+from tests.integration.conftest import _wait_for, unavailable
+from tests.support import validators
 from tests.support.fixture_project import make_project
 
 pytestmark = pytest.mark.ssh
@@ -74,6 +75,20 @@ def test_run_survives_killed_client_and_sshd_restart(fixture, bed):
     measured = load(claim, from_run(claim, run))
     row = measured[(measured["op"] == "modify") & (measured["cores"] == 32)]
     assert row["mean_ops_per_s"].iloc[0] == pytest.approx(100000 / 34)
+    # its RO-Crate, written when the notebook gave its verdict: roc-validator passes it, and it reads back
+    crate = {e["@id"]: e for e in json.loads((run.path / "ro-crate-metadata.json").read_text())["@graph"]}
+    for f in m["files"]:
+        assert crate[f["path"]]["sha256"] == f["sha256"]
+    assert crate["#verdict"]["value"] == "holds" and crate["#verdict"]["description"] == verdict["reason"]
+    assert crate["#parameter-duration"]["value"] == "6"
+    assert {crate[r["@id"]]["version"] for r in crate["#run"]["object"] if r["@id"].startswith("#repository-")} == {
+        fixture.commit}
+    host = next(e for e in crate.values() if e.get("@type") == "Thing")
+    assert host["name"] == "node1" and crate[f"{host['@id']}-cpus"]["value"] == str(m["host_facts"]["node1"]["cpus"])
+    if not validators.available():
+        unavailable(f"roc-validator is not installed in {validators.VENV} (make validators)")
+    issues = validators.rocrate_issues([run.path], fixture.root.parent / "rocv")[str(run.path)]
+    assert not [i for i in issues if i["severity"] == "REQUIRED"], issues
 
 
 def test_cut_tcp_connection_mid_poll_reconnects(fixture, bed):

@@ -64,6 +64,7 @@ def _commands(run_id: str, tmp_path) -> dict[str, list[list[str]]]:
         "trust-host": [["trust-host", "local", "--yes"]],
         "import": [["import", "aardvark/archive-throughput", str(log), "--machine", "a 2-core VM"]],
         "report": [["report", "aardvark", "--out", str(tmp_path / "report")]],
+        "export": [["export", run_id, "-o", str(tmp_path / "run.zip")]],
         "new": [["new", "pipetest"]],
         "cloudlab": [["cloudlab", "profile", "pesto/inconsistency"]],
         "book": [["book", "--help"]],   # a real build takes minutes; its progress lines are covered by the book's tests

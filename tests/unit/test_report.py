@@ -98,6 +98,21 @@ def test_a_recorded_rehearsal_is_evidence_toward_functional_and_a_paper_run_towa
     assert c["badges"]["Functional"]["supported"] and "rehearsal-1" in c["badges"]["Functional"]["why"]
     assert not c["badges"]["Reproduced"]["supported"]
     assert "paper's scale" in c["badges"]["Reproduced"]["needs"]
+    # the committee's words: the status, and the time to reproduce at each scale as `reprobook plan` says it
+    assert c["status"] == "functional"
+    from reprobook.core.plan import learn, make_plan
+    from reprobook.core.runs import RunStore
+    import os
+    from pathlib import Path
+    runs = RunStore(Path(os.environ["REPROBOOK_RUNS"])).runs(claim)
+    planned = {s: learn(make_plan(claim, {"scale": s}, paper=rb.project().paper("aardvark"), source="live"), runs)
+               for s in claim.scales}
+    assert [t["scale"] for t in c["time_to_reproduce"]] == ["paper", *sorted(set(claim.scales) - {"paper"})]
+    for t in c["time_to_reproduce"]:
+        assert t["minutes"] == round(planned[t["scale"]].expected_minutes, 1) > 0
+        assert t["from"] == planned[t["scale"]].expected_source
+    line = next(l for l in report.report_markdown(data).splitlines() if l.startswith("| Archive throughput"))
+    assert line.startswith(f"| Archive throughput per core (Fig 4) | functional | about ") and "| no | yes | no |" in line
     md = report.report_markdown(data)
     assert "a run of the experiment is needed" not in md
     section = md.split("## Archive throughput")[1]
@@ -115,8 +130,10 @@ def test_a_recorded_rehearsal_is_evidence_toward_functional_and_a_paper_run_towa
     assert judged["run"] == "paper-1" and judged["scale"] == "paper" and judged["counts_toward"] == "Reproduced"
     assert {e["run"] for e in c["evidence"]} == {"paper-1", "rehearsal-1"}
     assert c["badges"]["Reproduced"] == {"supported": True, "why": judged["why"], "needs": None}
+    assert c["status"] == "reproduced"
     others = [x for x in data["claims"] if x["claim"] != claim.key]
     assert not any(x["badges"]["Functional"]["supported"] for x in others)   # no run of theirs: shipped outputs only
+    assert {x["status"] for x in others} == {"not run"}
 
 
 def test_no_claim_of_any_paper_is_available_without_a_doi():
@@ -170,8 +187,8 @@ def test_the_report_of_the_shipped_outputs_validates_and_claims_no_reproduction(
     assert validator["verdict"] == "inconclusive" and validator["margin"] is None
     assert "95 % interval of the margin" in validator["checks"][0]["reason"]
     md = report.report_markdown(data)
-    assert ("| Vector-commitment costs (Table 1) | consistent with the authors' raw results | +88.4% | reference | "
-            "no | no | no |") in md
+    assert ("| Vector-commitment costs (Table 1) | not run | about 22 minutes | consistent with the authors' raw "
+            "results | +88.4% | reference | no | no | no |") in md
     assert "**The authors' machine**" in md and "cores: 64" in md
     with pytest.raises(jsonschema.ValidationError):  # the schema is a real constraint
         report.validate_report({**data, "claims": [{**vc, "verdict": "fine"}]})

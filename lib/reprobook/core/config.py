@@ -318,6 +318,7 @@ class Paper:
     claims: Mapping[str, Claim]
     published_tables: Mapping[str, tuple[PublishedNumber, ...]] = field(default_factory=dict)
     artifact_doi: str = ""   # the artifact's archival copy (a DOI such as 10.5281/zenodo.1234567); "" when none is given
+    citation: Mapping[str, Any] = field(default_factory=dict)   # how to cite the paper (its ``citation:`` block)
 
     def repositories_for(self, claim: Claim) -> tuple[Repository, ...]:
         """The repositories a live run of ``claim`` checks out, in the paper's order."""
@@ -644,7 +645,9 @@ def _read_paper(path: Path, *, cache: Path | None = None, text: str | None = Non
     return Paper(path=path, id=meta["id"], title=meta["title"], venue=meta["venue"], short=meta.get("short", meta["id"]),
                  authors=meta.get("authors", ""), guide=meta.get("guide", ""), notes=meta.get("notes", ""),
                  repositories=_frozen(repos), machine=machine, setup=setup, published=_frozen(published),
-                 claims=_frozen(claims), published_tables=_frozen(tables), artifact_doi=_doi(data, path))
+                 claims=_frozen(claims), published_tables=_frozen(tables), artifact_doi=_doi(data, path),
+                 citation=_frozen({k: tuple(v) if isinstance(v, list) else v
+                                   for k, v in (data.get("citation") or {}).items()}))
 
 
 DOI = re.compile(r"10\.[0-9]{4,9}/\S+")
