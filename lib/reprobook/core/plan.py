@@ -334,8 +334,15 @@ def _typed(claim, name: str, p, val, like):
     if not ok:
         kind = f"list of {want.__name__}" if isinstance(p.default, (list, tuple)) else want.__name__
         raise ConfigError(f"parameter {name} of {claim.key} takes a {kind} "
-                          f"(like its default {p.default!r}), not {val!r}: {p.help}")
+                          f"(like its default {_shown(p.default)}), not {_shown(val)}: {p.help}")
     return int(val) if want is int else val
+
+
+def _shown(value) -> str:
+    """A parameter's value as a reader types it: a list as ``[2, 4]`` (never a Python tuple's ``(0,)``)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return repr(value)
 
 
 def _jsonable(value):
