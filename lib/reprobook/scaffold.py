@@ -111,7 +111,7 @@ from reprobook.errors import OutputError
 from reprobook.formats import tables
 
 
-@loader("{paper}.results", columns=("benchmark", "speedup"))
+@loader("{paper}.results", columns=("benchmark", "speedup"), words={{"speedup": ("speed-up", "×")}})
 def results(outputs) -> pd.DataFrame:
     """One row per benchmark: its speed-up, from every ``results`` CSV (``benchmark,value`` with a header)."""
     frames = []

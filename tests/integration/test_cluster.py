@@ -62,10 +62,10 @@ def cluster(tmp_path, bed, monkeypatch):
     return fx
 
 
-def _config_input(project, claim, params) -> tuple[dict, pequin.GeneratedConfig]:
+def _config_input(project, claim, params, cluster: str = "pesto") -> tuple[dict, pequin.GeneratedConfig]:
     """The TPCC config generated from the authors' file for this placement, as a run input."""
     original = json.loads(standin.tpcc_config_text())
-    placement = place(project, claim, "pesto")
+    placement = place(project, claim, cluster)
     gen = pequin.generate(original, pequin.ExperimentParams(
         project="fixture-pg0", experiment="standin", user="evaluator", local_output_dir="/tmp/out",
         src_dir="/tmp/src", clients=list(params["clients"]), duration_s=5, ramp_s=1),
@@ -207,12 +207,17 @@ def test_a_sweep_whose_third_point_fails_shows_the_points_that_finished_and_name
     from reprobook.book.evidence import evidence_parts
     from reprobook.book.plots import TEXT_ATTR, claim_figure
     from reprobook.sources import obtain
+    hosts = yaml.safe_load((cluster.root / "configs" / "hosts.yaml").read_text())
+    # one client host (the config names the six servers): the run is about its points, not its size
+    hosts["clusters"]["small"] = {"roles": {"control": [standin.CONTROL], "server": standin.SERVERS,
+                                            "client": standin.CLIENTS[:1]}}
+    (cluster.root / "configs" / "hosts.yaml").write_text(yaml.safe_dump(hosts))
     project = load_project(cluster.root)
     claim = project.claim("standin/tpcc")
     params = {"clients": [2, 4, 6, 8], "duration": 0.5, "fail_at": 3}
-    inputs, _ = _config_input(project, claim, params)
+    inputs, _ = _config_input(project, claim, params, "small")
     with pytest.raises(ExperimentError):
-        perform(project, claim, "pesto", params, inputs=inputs, progress=False, poll_s=0.2)
+        perform(project, claim, "small", params, inputs=inputs, progress=False, poll_s=0.2)
     run = next(r for r in RunStore(project.settings.runs_dir).runs() if r.manifest.get("claim") == "tpcc")
     assert run.status == "failed", run.manifest
 
