@@ -226,10 +226,18 @@ def check_rows(claim, verdict: ClaimVerdict) -> list[dict]:
 def _margin_cell(m, interval=None) -> str:
     if m is None or not _is_number(m) or not math.isfinite(float(m)):
         return "—" if m is None or not _is_number(m) or math.isnan(float(m)) else ("+∞" if m > 0 else "−∞")
-    text = margin_words(float(m)).replace("-", "−")
+    text = _pct(float(m))
     if interval is not None and all(math.isfinite(x) for x in interval):
-        text += f" ({margin_words(interval[0])} to {margin_words(interval[1])})".replace("-", "−")
+        text += f" ({_pct(interval[0])} to {_pct(interval[1])})"
     return text
+
+
+def _pct(m: float) -> str:
+    """A margin in per cent: one decimal near the bound, three significant digits far from it (``+47,700%``)."""
+    pct = m * 100
+    if abs(pct) < 1000:
+        return margin_words(m).replace("-", "−")
+    return ("+" if pct > 0 else "−") + significant(abs(pct), 3) + "%"
 
 
 def table_html(claim, verdict: ClaimVerdict, measured: pd.DataFrame | None = None) -> str:
