@@ -252,7 +252,7 @@ def table_html(claim, verdict: ClaimVerdict, measured: pd.DataFrame | None = Non
         if "check" in r:
             mark = VERDICT_MARKS.get(r["verdict"], "")
             body.append(f"<tr class='reprobook-check reprobook-{escape(r['verdict'].replace(' ', '-'))}'>"
-                        f"<th scope='rowgroup' colspan='3'>{escape(r['check'])}</th>"
+                        f"<td colspan='3'><b>{escape(r['check'])}</b></td>"
                         f"<td>{escape(_margin_cell(r['margin'], r['interval']))}</td>"
                         f"<td><span class='reprobook-mark' title='{escape(r['verdict'])}'>{mark}</span> "
                         f"{escape(r['verdict'])}</td></tr>")
@@ -335,8 +335,8 @@ def partial_html(partial: Mapping | None) -> str:
         items.append(f"<li>point {escape(str(f.get('point', '?')))} failed: {escape(str(f.get('why', 'no reason recorded')))}</li>")
     if missing:
         items.append(f"<li>not run after it: {escape(', '.join(map(str, missing)))}</li>")
-    return (f"<div class='reprobook-partial'><p><b>A partial run.</b> {escape(str(partial.get('status', 'failed')))}: "
-            f"{len(done)} of {int(partial.get('total') or len(done) + len(failed) + len(missing))} points finished"
+    return (f"<div class='reprobook-partial'><p><b>A partial run.</b> The run "
+            f"{escape(str(partial.get('status', 'failed')))}: {len(done)} of {int(partial.get('total') or len(done) + len(failed) + len(missing))} points finished"
             + (f" ({escape(', '.join(map(str, done)))})" if done else "")
             + "; the table and the plot show those, and the verdict judges only what they can.</p>"
             + (f"<ul>{''.join(items)}</ul>" if items else "") + "</div>")
