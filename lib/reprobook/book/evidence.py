@@ -96,7 +96,7 @@ def _value(v: Any, spread: float | None = None, unit: str = "") -> str:
     if not _is_number(v):
         return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
     text = rounded(v, spread) if isinstance(v, (float, np.floating)) else f"{int(v):,}"
-    return f"{text} {unit}".strip() if unit and text not in ("—",) else text
+    return f"{text}\u00a0{unit}" if unit and text != "—" else text   # a number and its unit never apart
 
 
 def _spread(result: CheckResult, value: float) -> float | None:
@@ -139,7 +139,7 @@ def _point(claim, row: pd.Series, cols: list[str]) -> str:
 
 
 def _bound_text(lo, hi, unit: str = "") -> str:
-    u = f" {unit}" if unit else ""
+    u = f"\u00a0{unit}" if unit else ""
     if lo is not None and hi is not None:
         return f"{significant(lo, 4)} to {significant(hi, 4)}{u}"
     if lo is not None:
@@ -187,11 +187,11 @@ def _compared(claim, spec, result: CheckResult, row: pd.Series) -> tuple[str, st
         return f"{int(row['count'])} distinct", _bound_text(o.get("min"), o.get("max"))
     measured = _value(row.get(v), _spread(result, row.get(v)), unit)
     if "target" in row and kind in ("close_to", "within_factor"):
-        tol = (f" ± {float(o['rel_tol']) * 100:g} %" if kind == "close_to"
+        tol = (f" ±\u00a0{float(o['rel_tol']) * 100:g}\u00a0%" if kind == "close_to"
                else f", within a factor of {float(o['factor']):g}")
         if "published" in row and isinstance(row.get("published"), str) and _is_number(row["target"]):
             # the paper's number, as the paper gives it
-            return measured, f"published {as_given(row['target'])} {unit}".rstrip() + tol
+            return measured, f"published {as_given(row['target'])}" + (f"\u00a0{unit}" if unit else "") + tol
         target = _value(row["target"], _spread(result, row["target"]), unit)   # other measured rows: rounded so
         return measured, f"{target}{tol}"
     if kind in ("at_least", "at_most", "in_range"):
