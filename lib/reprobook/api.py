@@ -107,7 +107,8 @@ def check(claim: Claim, measured: pd.DataFrame, outputs: sources.Outputs) -> che
                                  scale=outputs.scale if outputs.available else None,
                                  # the authors' shipped outputs: their own machine (None); a run: what it recorded
                                  host_facts=None if outputs.kind == "reference" else dict(outputs.host_facts),
-                                 imported=outputs.kind == "import")
+                                 imported=outputs.kind == "import",
+                                 partial=outputs.partial if outputs.available else None)
     wording = _wording(claim, verdict, outputs)
     reason = (f"the published numbers are computed from these same files, so this compares the authors' raw "
               f"results with values derived from them; {verdict.reason}" if wording else verdict.reason)
@@ -235,13 +236,20 @@ def compare(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict |
 
     One row per published number of the claim: its labels, the published
     value (the target source; other sources as extra columns), the unit, the
-    measured mean of the rows it speaks of, measured / published, and the
-    verdict of the check that judged that cell (``—`` when no check did).
-    Returns a pandas Styler (the frame is ``.data``).
+    measured value of the rows it speaks of (the statistic the checks judge: the caption says which),
+    measured / published, and the verdict of the check that judged that cell (``—`` when no check did).
+    Returns a pandas Styler (the frame is ``.data``; its label columns keep their names).
     """
     from reprobook.book.compare import comparison
+    from reprobook.core.checks import STATISTIC_WORDS
+    from reprobook.core.loaders import column_heading
     frame = comparison(claim, measured, verdict)
-    return frame.style.hide(axis="index").format(precision=3, na_rep="—")
+    stat = frame.attrs.get("statistic", "mean")
+    headings = {c: column_heading(claim.loader, c) for c in frame.columns if "_" in str(c) and "(" not in str(c)}
+    return (frame.style.hide(axis="index").format(precision=3, na_rep="—")
+            .relabel_index([headings.get(c, c) for c in frame.columns], axis="columns")
+            .set_caption(f"measured: the {STATISTIC_WORDS.get(stat, stat)} of the rows each published number speaks "
+                         f"of{' (of their trials, as the checks judge it)' if stat != 'mean' else ''}"))
 
 
 def plan(claim: Claim, params: Mapping | None = None):
@@ -510,20 +518,40 @@ def way_forward_html(claim: Claim, *, book_root: str = "../../") -> str:
             f"do when a run fails or is cut off.</p></div>{pages.HOWTO_END}")
 
 
-def evidence(verdict: checks.ClaimVerdict, *, digits: int = 3) -> None:
-    """Show, check by check, what was judged, how, and the rows behind it (numbers to ``digits`` places).
+def evidence(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict, *,
+             draw: Callable[[pd.DataFrame], object] | None = None) -> None:
+    """The evidence under the verdict, in the order a reader wants it: the plot of the run against the paper, a
+    compact table of what the checks compared, then each check's reason and rows, folded.
 
-    The words come from the run's data, so they are shown as text (`reprobook.book.text`), never as markup.
+    The plot is the claim's own (`plot`); a page that draws its figures itself passes ``draw``, called with the
+    measured table (it shows them; `plot` may be among them). The table names its columns by the loader's words
+    with their units, rounds each number to what its spread supports and marks each point ✓ or ✗; its measured
+    values are the statistic the checks judge, and it says which. A partial run (a sweep whose later points failed)
+    is said first, with the points that failed and why. On the website the book lifts this block under the verdict
+    (`reprobook.book.evidence`).
+
+    Examples
+    --------
+    >>> verdict = rb.judge(claim, measured, outputs)
+    >>> rb.evidence(claim, measured, verdict)
+    >>> rb.evidence(claim, measured, verdict, draw=draw_curves)   # the page's own figures
     """
-    from IPython.display import Markdown, display
-    from reprobook.book.text import markdown_str
-    if verdict.verdict == checks.Verdict.NOT_RUN:  # no rows to show: one sentence rather than "No rows." per check
-        display(Markdown(f"Nothing was measured, so none of the {len(verdict.checks)} checks had anything to "
-                         "judge yet. What a run would take is said under the verdict."))
-        return
-    for result in verdict.checks:
-        display(Markdown(markdown_str("**{}** — {}: {}", result.what, str(result.verdict), result.reason)),
-                result.evidence.round(digits))
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+    from reprobook.book.evidence import evidence_parts
+    head, tail = evidence_parts(claim, measured, verdict)
+    display(HTML(head))
+    if draw is not None:
+        draw(measured)
+    elif claim.plots:
+        figure = plots.claim_figure(claim, measured)
+        display(figure)
+        plt.close(figure)
+    for number in plt.get_fignums():   # a figure the page drew and did not show: here, not after the table
+        figure = plt.figure(number)
+        display(figure)
+        plt.close(figure)
+    display(HTML(tail))
 
 
 def glue_verdict(verdict: checks.ClaimVerdict) -> None:

@@ -52,6 +52,9 @@ class Outputs:
     # where the files lie on this machine -> how a reader knows them: an artifact's as owner/repo@commit:path, a
     # run's relative to the run ("" : the path inside it); see `name`
     names: Mapping[str, str] = field(default_factory=dict)
+    # a run that did not succeed (a sweep whose later points failed): what finished, what failed and why, what did
+    # not run (`partial_of`); None for a run that succeeded and for shipped outputs
+    partial: Mapping | None = None
 
     def name(self, text: str | Path) -> str:
         """``text`` (a path, or a message naming some) with each file named as the reader knows it, not by where
@@ -106,11 +109,45 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
     else:
         host = "a host (name withheld)" if redact_hosts else f"host {run.manifest.get('host', '?')!r}"
         label = f"run {run.id} on {host} ({when})"
+    partial = partial_of(claim, run)
+    if partial is not None:
+        label += f", which {partial['status']}: a partial run"
     return Outputs(claim.key, run.manifest.get("source", "live"), label,
                    {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, names={str(run.path): ""},
+                   partial=partial,
                    location="(withheld)" if redact_hosts else f"run {run.id}",
                    shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()), host_facts=run_host_facts(run),
                    **run_scale(claim, run))
+
+
+def partial_of(claim: Claim, run: Run) -> dict | None:
+    """What a run that did not succeed holds: ``{"status": "failed", "total": n, "done": [point...], "failed":
+    [{"point": ..., "why": ...}], "not_run": [point...]}``, each point by its parameters (``clients=6``), from its
+    job log (`reprobook.core.plan.sweep_outcome`); None for a run that succeeded (or an import)."""
+    from reprobook.core.plan import sweep_outcome
+    from reprobook.formats.terminal import printable
+    status = run.manifest.get("status") or run.status
+    if status == "succeeded" or run.manifest.get("source") == "import":
+        return None
+    try:
+        log = (run.path / "log.txt").read_text(errors="replace")
+    except OSError:
+        log = ""
+    try:
+        points = make_plan(claim, run.manifest.get("parameters") or {}).sweep
+    except ReprobookError:
+        points = [{}]
+    out = sweep_outcome(log, len(points))
+    from reprobook.remote.steps import point_words
+
+    def name(k: int) -> str:
+        return out["names"].get(k) or (point_words(points[k - 1]) if points[k - 1] else "the run")
+    why = run.manifest.get("fetch_error") or run.manifest.get("error") or ""
+    failed = [{"point": printable(name(f["point"])), "why": printable(f["why"])} for f in out["failed"]]
+    if not failed and why:
+        failed = [{"point": "the run", "why": printable(why)}]
+    return {"status": str(status), "total": len(points), "done": [printable(name(k)) for k in out["done"]],
+            "failed": failed, "not_run": [printable(name(k)) for k in out["not_run"]]}
 
 
 def run_scale(claim: Claim, run: Run) -> dict:
@@ -457,9 +494,10 @@ def obtain(project: Project, claim: Claim, source: str = "auto", *, host: str = 
             raise ConfigError(f"run {source} evaluated no outputs (the claim was not run then); "
                               f"use --source auto or live")
         return obtain(project, claim, used, params=params, progress=progress)
-    if run.status != "succeeded":
+    if run.status != "succeeded" and not (run.status in ("failed", "cancelled", "lost") and run.manifest.get("files")):
         raise ConfigError(f"run {source} did not succeed (status: {run.status}; `reprobook status {source}` says more). "
                           f"Run it again with the same parameters to resume it, or use --new to start afresh.")
+    # a run that failed with some outputs fetched (a sweep whose later points failed): what it has, marked partial
     return from_run(claim, run, redact_hosts=project.settings.redact_hosts)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -185,6 +186,64 @@ def test_claim_page_shows_figure_verdict_and_source(site, claim):
         if claim != "vector-commitments":  # the provenance of each published number, rendered as a table
             assert page.locator("table th", has_text="how exact").count() == 1
             assert "approximate (stated as “about”)" in report["text"]
+
+
+_TAG = re.compile(r"<[^>]+>")
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+_DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
+
+
+def _significant(number: str) -> int:
+    return len(number.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def test_the_evidence_under_every_verdict_reads_as_a_reader_wants_it(site):
+    """Issue 51: on every claim page the evidence comes right under the verdict: the plot before the first table,
+    no snake_case column name, no True/False, no float with more digits than its spread warrants (the compact table
+    rounds each measured value to its spread, to 2 to 4 significant digits; the folded rows to 4)."""
+    from reprobook.core.config import load_project
+    project = load_project(ROOT)
+    pages = sorted((ROOT / "_build" / "html" / "notebooks").glob("*/*.html"))
+    assert len(pages) == sum(len(p.claims) for p in project.papers.values())
+    problems = [p for page in pages for p in evidence_problems(page, project)]
+    assert not problems, "\n".join(problems)
+
+
+def evidence_problems(page: Path, project) -> list[str]:
+    """What is wrong with the evidence section of one built claim page (empty: nothing)."""
+    from reprobook.book.evidence import END, START
+    html = page.read_text()
+    where = page.relative_to(ROOT / "_build" / "html").as_posix()
+    top, at = html.find("class='reprobook-top'"), html.find("class='reprobook-evidence'")
+    if not 0 < top < at:
+        return [f"{where}: no evidence under the verdict"]
+    out = []
+    between = html[top:at]
+    if "<h2" in between or "<section" in between:
+        out.append(f"{where}: the page's story comes before its evidence")
+    section = html[at: html.index(END, at)]
+    if START in section:
+        out.append(f"{where}: two evidence blocks")
+    claim = project.claim(f"{page.parent.name}/{page.stem}")
+    first_table, first_plot = section.find("<table"), section.find("<img")
+    if (claim.plots or first_plot >= 0) and not (0 <= first_plot and (first_table < 0 or first_plot < first_table)):
+        out.append(f"{where}: no plot before the first table")
+    headings = [_TAG.sub("", h) for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", section, flags=re.S)]
+    out += [f"{where}: a snake_case column name {h!r}" for h in headings if _SNAKE.search(h)]
+    cells = [_TAG.sub("", c).strip() for c in re.findall(r"<td(?:\s[^>]*)?>(.*?)</td>", section, flags=re.S)]
+    if [c for c in cells if c in ("True", "False")] or re.search(r">\s*(?:True|False)\s*<", section):
+        out.append(f"{where}: True/False in the evidence")
+    for cell in cells:
+        said = re.sub(r"published [−\d.,]+", "", cell)   # the paper's numbers are shown as the paper gives them
+        out += [f"{where}: {n} in {cell!r}" for n in _DECIMAL.findall(said) if _significant(n) > 4]
+    # the compact table's measured column: rounded to its spread, never past 4 significant digits
+    for row in re.findall(r"<tr><td>.*?</tr>", section.split("<details")[0], flags=re.S):
+        measured = _TAG.sub("", re.findall(r"<td>(.*?)</td>", row)[1])
+        for n in re.findall(r"\d[\d,]*(?:\.\d+)?", measured):
+            digits = _significant(n) if "." in n else len(n.replace(",", "").rstrip("0") or "0")
+            if digits > 4:
+                out.append(f"{where}: measured {measured!r} has {digits} significant digits")
+    return out
 
 
 def test_rebuild_with_nothing_changed_is_a_no_op(site, mirror, empty_runs):

@@ -31,8 +31,8 @@ LOGS = {"out1.txt": "=== RUN   TestTimeWorkload\nm time: 5m40s\nc time: 5m50s\nd
 CELLS = ["import matplotlib.pyplot as plt\nimport reprobook as rb\n\nclaim = rb.claim('fixture/validator-throughput')\n"
          "rb.describe(claim)",
          "outputs = rb.obtain(claim, 'auto')\noutputs", "rb.deviations(claim, outputs)",
-         "measured = rb.load(claim, outputs)\nmeasured", "rb.plot(claim, measured)\nplt.show()",
-         "verdict = rb.judge(claim, measured, outputs)\nverdict", "rb.evidence(verdict)"]
+         "measured = rb.load(claim, outputs)\nmeasured",
+         "verdict = rb.judge(claim, measured, outputs)\nverdict", "rb.evidence(claim, measured, verdict)"]
 """The real claim page's cells without its parameters (the fixture claim has others)."""
 
 

@@ -62,10 +62,10 @@ def cluster(tmp_path, bed, monkeypatch):
     return fx
 
 
-def _config_input(project, claim, params) -> tuple[dict, pequin.GeneratedConfig]:
+def _config_input(project, claim, params, cluster: str = "pesto") -> tuple[dict, pequin.GeneratedConfig]:
     """The TPCC config generated from the authors' file for this placement, as a run input."""
     original = json.loads(standin.tpcc_config_text())
-    placement = place(project, claim, "pesto")
+    placement = place(project, claim, cluster)
     gen = pequin.generate(original, pequin.ExperimentParams(
         project="fixture-pg0", experiment="standin", user="evaluator", local_output_dir="/tmp/out",
         src_dir="/tmp/src", clients=list(params["clients"]), duration_s=5, ramp_s=1),
@@ -199,6 +199,50 @@ def test_sweep_cut_in_the_middle_resumes_at_the_first_unfinished_point(cluster, 
     assert set(frame["system"]) == {"Pesto"} and set(frame["workload"]) == {"TPCC"}
     verdict = check(claim, frame, outputs)
     assert verdict.verdict == "holds", verdict
+
+
+def test_a_sweep_whose_third_point_fails_shows_the_points_that_finished_and_names_the_failure(cluster):
+    """A failed run shows what it has: its finished points loaded, tabled and plotted, marked as a partial run with
+    the point that failed and why, and a verdict on what they can judge (issue 51)."""
+    from reprobook.book.evidence import evidence_parts
+    from reprobook.book.plots import TEXT_ATTR, claim_figure
+    from reprobook.sources import obtain
+    hosts = yaml.safe_load((cluster.root / "configs" / "hosts.yaml").read_text())
+    # one client host (the config names the six servers): the run is about its points, not its size
+    hosts["clusters"]["small"] = {"roles": {"control": [standin.CONTROL], "server": standin.SERVERS,
+                                            "client": standin.CLIENTS[:1]}}
+    (cluster.root / "configs" / "hosts.yaml").write_text(yaml.safe_dump(hosts))
+    project = load_project(cluster.root)
+    claim = project.claim("standin/tpcc")
+    params = {"clients": [2, 4, 6, 8], "duration": 0.5, "fail_at": 3}
+    inputs, _ = _config_input(project, claim, params, "small")
+    with pytest.raises(ExperimentError):
+        perform(project, claim, "small", params, inputs=inputs, progress=False, poll_s=0.2)
+    run = next(r for r in RunStore(project.settings.runs_dir).runs() if r.manifest.get("claim") == "tpcc")
+    assert run.status == "failed", run.manifest
+
+    outputs = obtain(project, claim, run.id)   # by its id: what it has, marked partial (it used to be refused)
+    assert outputs.partial["done"] == ["clients=2", "clients=4"], outputs.partial
+    failed = outputs.partial["failed"]
+    assert len(failed) == 1 and failed[0]["point"].startswith("clients=6"), failed
+    assert "could not reach the servers" in failed[0]["why"], failed
+    assert outputs.partial["not_run"] == ["clients=8"], outputs.partial
+    assert "a partial run" in outputs.label
+
+    measured = load(claim, outputs)
+    assert sorted(measured["client_total"]) == [2, 4] and measured.attrs["partial"] == outputs.partial
+    verdict = check(claim, measured, outputs)
+    # the growth holds from 2 to 4 clients, but 6 and 8 were not measured: not judged as a whole, and said so
+    assert verdict.verdict == "inconclusive", verdict
+    assert "holds on the points that finished" in verdict.reason and "clients=6" in verdict.reason, verdict.reason
+    assert any(w.startswith("a partial run: 2 of 4 points finished") for w in verdict.warnings), verdict.warnings
+
+    head, tail = evidence_parts(claim, measured, verdict)   # what the page shows, above and under the plot
+    assert "A partial run." in head and "2 of 4 points finished" in head and "could not reach the servers" in head
+    assert "clients=8" in head
+    assert "at clients 2 → " in tail and "at clients 4)" in tail and "inconclusive" in tail, tail
+    alt, _ = getattr(claim_figure(claim, measured), TEXT_ATTR)
+    assert "2 measured points" in alt, alt
 
 
 def test_placement_refuses_a_host_that_cannot_play_the_roles(cluster):

@@ -231,4 +231,6 @@ def test_a_list_given_with_p_is_a_sweep_and_junk_is_refused_naming_the_parameter
     out = capsys.readouterr().out
     assert "clients=[2, 4]" in out, out
     assert main(["plan", "pesto/point-scan", "-p", "clients", "[a"]) == 2
-    assert "parameter clients of pesto/point-scan takes a list of int" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "parameter clients of pesto/point-scan takes a list of int" in err
+    assert "(like its default [" in err and ",)" not in err, err   # a list as typed, not a Python tuple's (0,)

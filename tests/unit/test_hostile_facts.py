@@ -110,7 +110,7 @@ def _render(facts) -> None:
     ev.outputs._repr_html_()
     ev.verdict.badge_html()
     with contextlib.redirect_stdout(io.StringIO()):
-        api.evidence(ev.verdict)
+        api.evidence(claim, ev.measured, ev.verdict)
     proj = load_project()
     verus = proj.paper("verus")
     only = dataclasses.replace(proj, papers={"verus": dataclasses.replace(verus, claims={"ironkv": claim})})

@@ -29,7 +29,7 @@ def test_every_claim_notebook_carries_the_layout_tags(path):
     # Markdown of its own from a run's words
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     assert sum("rb.judge(claim, measured, outputs)" in s for s in code) == 1
-    assert sum(s.startswith("rb.evidence(verdict") for s in code) == 1
+    assert sum(s.startswith("rb.evidence(claim, measured, verdict") for s in code) == 1
     assert not [s for s in code if "verdict.checks" in s or "Markdown(f" in s]
 
 

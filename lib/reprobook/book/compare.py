@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reprobook.core.checks import ClaimVerdict, matches
+from reprobook.core.checks import STATISTICS, ClaimVerdict, matches, statistic_of, trial_rows
 from reprobook.core.config import Claim
 
 
@@ -20,8 +20,10 @@ def _value_column(claim: Claim, measure: str) -> str | None:
 def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdict | None = None) -> pd.DataFrame:
     """One row per published number: labels, published (target and other sources), measured, ratio, verdict.
 
-    The measured value of a cell is the mean of the measured rows whose
-    labels match the number's; ``ratio`` is measured / published. A cell's
+    The measured value of a cell is the statistic the checks judge (`reprobook.core.checks.statistic_of`: the
+    mean unless a check or the loader says otherwise) of the measured rows whose labels match the number's,
+    over the loader's trials where it keeps them (``attrs["statistic"]`` names it); ``ratio`` is
+    measured / published. A cell's
     verdict is that of the check whose evidence names it (``holds`` /
     ``fails``), else empty.
     """
@@ -34,15 +36,22 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
     label_cols = list(dict.fromkeys(k for n in claim.published for k in n.labels))
     other_names = list(dict.fromkeys(pv.name or pv.source for n in claim.published for pv in n.others))
     rows = []
+    trials = trial_rows(measured) if measured is not None and not measured.empty else measured
+    stats = set()
     for n in claim.published:
         col = _value_column(claim, n.measure)
         got = None
-        if measured is not None and not measured.empty and col in measured and set(n.labels) <= set(measured.columns):
-            match = measured
+        stat = statistic_of(claim, col, measured)
+        source = (trials if trials is not None and trials is not measured and col in trials
+                  and set(n.labels) <= set(trials.columns) else measured)
+        if source is not None and not source.empty and col in source and set(n.labels) <= set(source.columns):
+            match = source
             for k, v in n.labels.items():
                 match = match[matches(match[k], v)]
-            if not match.empty:
-                got = float(match[col].mean())
+            values = match[col].dropna().to_numpy(float) if not match.empty else []
+            if len(values):
+                got = float(STATISTICS[stat](values)) if source is trials else float(values.mean())
+                stats.add(stat if source is trials else "mean")
         row = {k: n.labels.get(k, "") for k in label_cols}
         if n.measure:
             row["measure"] = n.measure
@@ -55,4 +64,6 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
         rows.append(row)
     cols = [*label_cols, *(["measure"] if any(n.measure for n in claim.published) else []), "unit", "published",
             *[f"published ({o})" for o in other_names], "measured", "ratio", "verdict", "source"]
-    return pd.DataFrame(rows, columns=cols)
+    out = pd.DataFrame(rows, columns=cols)
+    out.attrs["statistic"] = next(iter(stats)) if len(stats) == 1 else "mean"
+    return out

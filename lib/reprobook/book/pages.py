@@ -35,7 +35,7 @@ ALL_TAGS = (FOLD, RESULT, "hide-output", "remove-input", "remove-output", "remov
 
 # What makes a cell a result: it describes the claim, draws a figure, states or compares the verdict.
 _RESULTS = re.compile(r"rb\.describe\(|rb\.plot\(|plt\.show\(|plt\.subplots\(|glue_verdict\(|rb\.judge\(|rb\.compare\("
-                      r"|rb\.deviations\(")
+                      r"|rb\.deviations\(|rb\.evidence\(")
 
 
 HOWTO_START, HOWTO_END = "<!-- reprobook-howto -->", "<!-- /reprobook-howto -->"

@@ -30,6 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from reprobook.core.checks import STATISTICS, matches, trial_rows
+from reprobook.core.loaders import column_heading, column_words
 from reprobook.core.config import Claim, PublishedNumber  # noqa: F401
 from reprobook.core.published import published_frame  # noqa: F401  (public here too: the notebooks and tests call plots.published_frame)
 from reprobook.errors import ReprobookError
@@ -45,6 +46,7 @@ RUN_LINES = ("-", "--", ":", "-.")
 HUE_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "*", "h")
 FACETS = ("col", "row")
 _PUBLISHED_MARK = dict(marker="D", pointsize=10, fill=False, stroke=1.8)
+_STAT_SHORT = {"hmean": "harmonic mean", "geomean": "geometric mean"}
 INTERVAL_RESAMPLES = 200
 """Bootstrap resamples of a point's trials for its interval bar (seeded: a page is the same on every build)."""
 
@@ -295,7 +297,7 @@ def _legend_handles(layout: _Layout, band_label: str) -> list:
         handles.append(Patch(facecolor="0.6", alpha=0.35, label=band_label))
     if layout.spread:
         handles.append(Line2D([], [], color="0.2", marker="|", markersize=12, markeredgewidth=1.8, linestyle="none",
-                              label=f"95 % interval of the trials' {layout.statistic}"))
+                              label=f"95 % interval of the trials' {_STAT_SHORT.get(layout.statistic, layout.statistic)}"))
     return handles
 
 
@@ -481,6 +483,9 @@ def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
     select = spec.get("select")
     measured, statistic = _with_trials(measured, {x, y, *(c for c in (hue, spec.get("col"), spec.get("row")) if c),
                                                   *(select or {})})
+    own = [c.options["statistic"] for c in claim.checks if c.value == y and c.options.get("statistic")]
+    if own:   # the checks judge this statistic of the trials: the plot joins and bars the same one
+        statistic = own[0]
     runs = runs_frame(measured)
     if not runs.empty:
         runs = _select_rows(runs, select)
@@ -495,8 +500,10 @@ def _claim_args(claim: Claim, measured, index: int, overrides: Mapping) -> dict:
     return dict(measured=runs, published=pub if not pub.empty else None, x=x, y=y, hue=hue, col=spec.get("col"),
                 row=spec.get("row"), wrap=spec.get("wrap"), sharey=spec.get("sharey", True), band=band,
                 band_label=spec.get("band_label") or label or "accepted", order=spec.get("order"),
-                logx=bool(spec.get("logx")), logy=bool(spec.get("logy")), xlabel=spec.get("xlabel") or x,
-                ylabel=spec.get("ylabel") or (f"{y} ({unit})" if unit else y), title=spec.get("title"),
+                logx=bool(spec.get("logx")), logy=bool(spec.get("logy")),
+                xlabel=spec.get("xlabel") or column_heading(claim.loader, x),
+                ylabel=spec.get("ylabel") or (f"{column_words(claim.loader, y)[0]} ({unit})" if unit
+                                              else column_heading(claim.loader, y)), title=spec.get("title"),
                 statistic=statistic)
 
 
@@ -614,10 +621,11 @@ def claim_plot_words(claim: Claim, measured, args: Sequence[Mapping]) -> tuple[s
             values = layout.runs.groupby(point, dropna=False)[a["y"]].agg(STATISTICS[layout.statistic])
             said = f"{what}: {len(values)} measured points{runs}, {_span(values)}"
             if len(values) < len(layout.runs):
-                said += f" (the {layout.statistic} of each point's trials, {len(layout.runs)} trials in all"
+                said += f" (the {_STAT_SHORT.get(layout.statistic, layout.statistic)} of each point's trials, {len(layout.runs)} trials in all"
                 if layout.spread:
                     spread = True
-                    said += ", and a vertical bar at each point measured more than once: the 95 % interval of it"
+                    said += (f", and a vertical bar at each point measured more than once: the 95 % interval of its "
+                             f"{_STAT_SHORT.get(layout.statistic, layout.statistic)}")
                 said += ")"
         published = [*layout.points.get(a["y"], []), *layout.lines.get(a["y"], [])]
         if published:

@@ -4,7 +4,8 @@ A Sphinx extension, named in ``_config.yml`` (``sphinx.extra_extensions``). When
 the verdict block its notebook displayed (`reprobook.core.checks.ClaimVerdict`, between
 `~reprobook.core.checks.BADGE_START` and `~reprobook.core.checks.BADGE_END`) is moved right under the
 page's title, so a reader sees the claim and its verdict (with margin, source and any caution)
-before anything else; the checks table stays where the notebook put it. The badge comes from
+before anything else, and the cell showing the evidence (`reprobook.book.evidence`: the plot, the table of
+what the checks compared, the details folded) follows it; the checks table stays where the notebook put it. The badge comes from
 the page's own output, so it can never disagree with the page, whichever way the book was built.
 Nothing changes in JupyterLab, where the notebook shows it in order.
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from docutils import nodes
 
 from reprobook.book import assets
+from reprobook.book.evidence import START as EVIDENCE_START
 from reprobook.book.pages import HOWTO_END, HOWTO_START
 from reprobook.core.checks import BADGE_END, BADGE_START
 
@@ -47,6 +49,35 @@ def lift_badge(doctree: nodes.document) -> bool:
             badge.parent.insert(badge.parent.index(badge) + 1, nodes.raw("", howto, format="html"))
         return True
     return False
+
+
+def lift_evidence(doctree: nodes.document) -> bool:
+    """Move the cell that shows the claim's evidence (`reprobook.book.evidence`: the plot, the table of what the
+    checks compared, the details) right under the verdict badge (and the *not run* box); True if it moved."""
+    top = next((r for r in doctree.findall(nodes.raw) if "class='reprobook-top'" in r.astext()), None)
+    mark = next((r for r in doctree.findall(nodes.raw)
+                 if "html" in r.get("format", "") and EVIDENCE_START in r.astext()), None)
+    if top is None or mark is None:
+        return False
+    cell = mark
+    while cell is not None and not (isinstance(cell, nodes.container) and "cell" in cell.get("classes", [])):
+        cell = cell.parent
+    if cell is None or cell.parent is None:
+        return False
+    where = cell.parent
+    here = where.index(cell)
+    where.remove(cell)
+    # where the notebook shows it, the page says where it went (its story stays: the marks it explains)
+    pointer = nodes.paragraph(classes=["reprobook-moved"])
+    pointer += nodes.emphasis(text="The plot, the table of what the checks compared and how each was judged are at "
+                                   "the top of this page, under the verdict.")
+    where.insert(here, pointer)
+    parent = top.parent
+    at = parent.index(top) + 1
+    while at < len(parent) and isinstance(parent[at], nodes.raw) and HOWTO_START in parent[at].astext():
+        at += 1
+    parent.insert(at, cell)
+    return True
 
 
 def _take(doctree: nodes.document, start: str, end: str) -> str:
@@ -105,6 +136,7 @@ def caption_plots(doctree: nodes.document, locate) -> int:
 
 def _doctree_read(app, doctree) -> None:
     lift_badge(doctree)
+    lift_evidence(doctree)
     srcdir = Path(app.srcdir)
     here = Path(app.env.doc2path(app.env.docname)).parent
 

@@ -1158,7 +1158,8 @@ def _rows_for(spec: CheckSpec, trials: pd.DataFrame, measured: pd.DataFrame) -> 
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
                 published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
                 warnings: Iterable[str] = (), scale: str | None = None,
-                host_facts: Mapping | None = None, imported: bool = False) -> ClaimVerdict:
+                host_facts: Mapping | None = None, imported: bool = False,
+                partial: Mapping | None = None) -> ClaimVerdict:
     """Every check of ``claim`` on ``measured``; ``None`` or an empty table means ``not run``.
 
     The claim holds only if every check holds; it fails if any fails; else it
@@ -1171,13 +1172,20 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     meeting the claim's requirements unless it declares otherwise
     (``judged_at``, ``needs``); elsewhere it is ``inconclusive`` with the reason
     and its measured values, and a check judged at a scale other than the
-    paper's says so in its reason.
+    paper's says so in its reason. ``partial`` (`reprobook.sources.partial_of`: a run that did not finish, with
+    the points that did) makes a check that holds on the finished points only *inconclusive*, saying what was not
+    judged; one that fails on them still fails.
     """
     pub = dict(published) if published is not None else {n.id: n for n in claim.published}
     warnings = tuple(warnings)
+    missing = partial_words(partial) if partial else ""
+    if missing:
+        warnings += (f"a partial run: {missing}. The table and the plot show the points that finished; the checks "
+                     f"judge only those.",)
     if measured is None or measured.empty:
-        return ClaimVerdict(claim.key, Verdict.NOT_RUN, not_run_reason or "no outputs are available for this claim",
-                            None, source, (), warnings)
+        reason = (f"the run {partial.get('status', 'failed')} before any point finished: {missing}" if missing
+                  else not_run_reason or "no outputs are available for this claim")
+        return ClaimVerdict(claim.key, Verdict.NOT_RUN, reason, None, source, (), warnings)
     # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
@@ -1185,6 +1193,8 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
                             claim.requires, imported)
                     for spec in claim.checks if applies(spec, scale))
+    if missing:
+        results = tuple(_on_partial(r, missing) for r in results)
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if failing:
@@ -1197,3 +1207,47 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     tight = min(results, key=lambda r: r.margin)
     return ClaimVerdict(claim.key, Verdict.HOLDS, f"tightest check — {tight.what}: {tight.reason}", tight.margin,
                         source, results, warnings, scale=scale or "", findings=findings)
+
+
+def statistic_of(claim: Claim, column: str | None, measured: pd.DataFrame | None) -> str:
+    """The statistic the claim's checks take over a point's trials of ``column``: a check's own ``statistic``,
+    else the loader's (``attrs["trials"]``, ``attrs["trial_statistic"]``), else ``mean``. What the plot joins and
+    the comparison shows, so that the page shows the number the verdict judged."""
+    for spec in claim.checks:
+        if spec.value == column and spec.options.get("statistic"):
+            return str(spec.options["statistic"])
+    attrs = getattr(measured, "attrs", {}) or {}
+    trials = attrs.get("trials")
+    if isinstance(trials, Mapping) and trials.get("statistic"):
+        return str(trials["statistic"])
+    return str(attrs.get("trial_statistic") or "mean")
+
+
+STATISTIC_WORDS = {"mean": "mean", "median": "median", "geomean": "geometric mean",
+                   "hmean": "harmonic mean (total work over total time)"}
+"""The statistics of `STATISTICS` in words."""
+
+
+def partial_words(partial: Mapping) -> str:
+    """What a partial run holds and lacks, in words: ``2 of 4 points finished (clients=2, clients=4); clients=6
+    failed: its clients could not connect; not run: clients=8``."""
+    done, failed, not_run = (list(partial.get(k) or ()) for k in ("done", "failed", "not_run"))
+    total = partial.get("total") or len(done) + len(failed) + len(not_run)
+    parts = [f"{len(done)} of {total} point{'s' if total != 1 else ''} finished"
+             + (f" ({', '.join(map(str, done))})" if done else "")]
+    parts += [f"{f.get('point', 'a point')} failed: {f.get('why', 'no reason recorded')}" for f in failed]
+    if not_run:
+        parts.append(f"not run: {', '.join(map(str, not_run))}")
+    return "; ".join(parts)
+
+
+def _on_partial(result: CheckResult, missing: str) -> CheckResult:
+    """A check judged on the points a partial run finished: holding there is not holding (the rest was not
+    measured), so it is inconclusive and says so; failing there is failing."""
+    if result.verdict is Verdict.HOLDS:
+        return dataclasses.replace(result, verdict=Verdict.INCONCLUSIVE, margin=None, interval=None,
+                                   reason=f"holds on the points that finished ({result.reason}), but the run did not "
+                                          f"finish ({missing}), so the claim is not judged as a whole")
+    if result.verdict is Verdict.FAILS:
+        return dataclasses.replace(result, reason=f"{result.reason} (on the points that finished)")
+    return result

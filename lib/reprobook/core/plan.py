@@ -264,6 +264,51 @@ def step_times(log: str) -> dict[str, list[float]]:
     return out
 
 
+_POINT_LINE = re.compile(r"^### reprobook step (\d+)-(\d+)/\d+: .*?\[point \d+/\d+: (.*?)\](?: \[skipped: [^\]]*\])?$")
+
+
+def sweep_outcome(log: str, points: int) -> dict:
+    """What became of each point of a sweep, from a live run's job log: ``{"done": [k...], "failed": [{"point": k,
+    "name": "clients=6", "why": "its last line of output"}], "not_run": [k...], "names": {k: name}}`` (``k`` from 1).
+
+    A point is done when every sweep step of it ended (or was done in an earlier attempt); one that started and did
+    not end failed, and why is the last line its output left before the job ended; the others did not run."""
+    names: dict[int, str] = {}
+    started: dict[int, set] = {}
+    ended: dict[int, set] = {}
+    current: tuple[int, int] | None = None
+    last: dict[int, str] = {}
+    for line in log.splitlines():
+        m = _POINT_LINE.match(line)
+        if m:
+            step, k = int(m[1]), int(m[2])
+            names[k] = m[3]
+            started.setdefault(k, set()).add(step)
+            if "[skipped:" in line:
+                ended.setdefault(k, set()).add(step)
+                current = None
+            else:
+                current = (step, k)
+            continue
+        m = _DONE_LINE.match(line)
+        if m:
+            if "-" in m[1]:
+                step, k = (int(x) for x in m[1].split("-"))
+                ended.setdefault(k, set()).add(step)
+            current = None
+            continue
+        if line.startswith("### reprobook"):
+            current = None if line.startswith("### reprobook step") else current
+            continue
+        if current is not None and line.strip():
+            last[current[1]] = line.strip()
+    done = [k for k in range(1, points + 1) if k in started and started[k] <= ended.get(k, set())]
+    failed = [{"point": k, "name": names.get(k, ""), "why": last.get(k) or "it ended without a word of output"}
+              for k in range(1, points + 1) if k in started and k not in done]
+    not_run = [k for k in range(1, points + 1) if k not in started]
+    return {"done": done, "failed": failed, "not_run": not_run, "names": names}
+
+
 def learn(plan: RunPlan, runs) -> RunPlan:
     """``plan`` with the step times of the recorded live runs among ``runs`` (`reprobook.core.runs.Run`, oldest
     first) of its claim at its scale: each step's latest (a sweep step's mean per point). Runs at another scale, and
@@ -334,8 +379,15 @@ def _typed(claim, name: str, p, val, like):
     if not ok:
         kind = f"list of {want.__name__}" if isinstance(p.default, (list, tuple)) else want.__name__
         raise ConfigError(f"parameter {name} of {claim.key} takes a {kind} "
-                          f"(like its default {p.default!r}), not {val!r}: {p.help}")
+                          f"(like its default {_shown(p.default)}), not {_shown(val)}: {p.help}")
     return int(val) if want is int else val
+
+
+def _shown(value) -> str:
+    """A parameter's value as a reader types it: a list as ``[2, 4]`` (never a Python tuple's ``(0,)``)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return repr(value)
 
 
 def _jsonable(value):

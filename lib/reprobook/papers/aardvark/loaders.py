@@ -15,6 +15,14 @@ PAPER_WORKLOAD_BLOCKS = parse.VALIDATOR_OPS_PER_TRIAL // parse.ARCHIVE_OPS_PER_T
 """Blocks a validator trial times at the paper's scale (``numBlocksWorkload``): the authors' CSVs were measured so."""
 
 
+WORDS = {"system": "system", "op": "operation", "median_us": ("median latency", "µs"),
+         "p5_us": ("5th percentile", "µs"), "p95_us": ("95th percentile", "µs"), "n": "samples", "role": "role",
+         "cores": "cores", "mean_ops_per_s": ("throughput", "ops/s"), "min_ops_per_s": ("slowest trial", "ops/s"),
+         "max_ops_per_s": ("fastest trial", "ops/s"), "trials": "trials", "mean_seconds": ("time per trial", "s"),
+         "ops_per_s_per_core": ("throughput per core", "ops/s")}
+"""What the columns of Aardvark's tables are, to a reader (`reprobook.core.loaders.column_words`)."""
+
+
 def _sizes(outputs) -> tuple[int, int]:
     """(operations per block, blocks per validator trial) of the run: its parameters (a rehearsal's are smaller),
     else the paper's (the authors' shipped outputs)."""
@@ -23,7 +31,7 @@ def _sizes(outputs) -> tuple[int, int]:
             int(params.get("workload_blocks", PAPER_WORKLOAD_BLOCKS)))
 
 
-@loader("aardvark.table1")
+@loader("aardvark.table1", words=WORDS)
 def table1(outputs) -> pd.DataFrame:
     """Median latency per system and operation: EDRAX, Aardvark's pairing commitments, a Merkle tree.
 
@@ -50,7 +58,7 @@ def _trials(outputs, role: str, csv_name: str) -> pd.DataFrame:
     return pd.concat([parse.read_go_test_times(p, role=role) for p in logs], ignore_index=True)
 
 
-@loader("aardvark.validators")
+@loader("aardvark.validators", words=WORDS)
 def validators(outputs) -> pd.DataFrame:
     """Validator throughput per operation and core count (a trial times 10 blocks, 100,000 operations, at the paper's scale).
 
@@ -63,7 +71,7 @@ def validators(outputs) -> pd.DataFrame:
     return _with_trials(parse.throughput_summary(rates), rates)
 
 
-@loader("aardvark.archives")
+@loader("aardvark.archives", words=WORDS)
 def archives(outputs) -> pd.DataFrame:
     """Archive throughput per core (a trial is one block: 10,000 operations at the paper's scale), adding ``ops_per_s_per_core``."""
     trials = _trials(outputs, "archive", "archives")

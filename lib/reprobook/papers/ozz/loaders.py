@@ -41,7 +41,7 @@ def _kernel_of(path: Path) -> str:
                       f"lie under a directory named after the kernel ({' or '.join(KERNELS)})", file=path)
 
 
-@loader("ozz.lmbench")
+@loader("ozz.lmbench", words={"kernel": "kernel", "setting": "setting", "section": "section", "column": "LMBench column", "value": "value", "unit": "unit", "row": "run", "slowdown": ("slowdown", "×")})
 def lmbench_overhead(outputs) -> pd.DataFrame:
     """Table 5: every LMBench cell of both kernels, one row per kernel, run and column.
 

@@ -75,8 +75,27 @@ _SETTING = ["experiment", "system", "workload", "access", "mode", "type", "range
 _BASIL_SETTING = ["experiment", "system", "workload", "microbenchmark", "failure_type", "config", "crypto", "shards",
                   "reads", "fast_path", "batch", "client_total", "clients"]
 
+WORDS = {"experiment": "experiment", "system": "system", "workload": "workload", "access": "access", "mode": "mode",
+         "type": "read type", "range_size": "range size", "shards": "shards", "scale": "nodes", "config": "config",
+         "client_total": "clients", "clients": "client processes", "runs": "runs",
+         "tput_tx_per_s": ("throughput", "tx/s"), "tput_tx_per_s_std": ("throughput's deviation", "tx/s"),
+         "latency_ms": ("mean latency", "ms"), "latency_ms_std": ("mean latency's deviation", "ms"),
+         "p50_ms": ("median latency", "ms"), "p99_ms": ("99th percentile latency", "ms"),
+         "tput_per_correct_client": ("throughput per correct client", "tx/s"),
+         "tput_per_correct_client_std": ("its deviation", "tx/s"), "knee": "knee",
+         "knee_tput_tx_per_s": ("throughput at the knee", "tx/s"), "knee_latency_ms": ("latency at the knee", "ms"),
+         "window_s": ("measured window", "s"), "client_processes": "client processes",
+         "clients_committed": "clients that committed", "clients_tput_tx_per_s": ("the clients' own throughput", "tx/s"),
+         "clients_latency_ms": ("the clients' own mean latency", "ms"),
+         "clients_p99_ms": ("the clients' own 99th percentile", "ms"), "measured_s": ("measured time", "s"),
+         "measured_tput_tx_per_s": ("throughput over the measured time", "tx/s"),
+         "server_commits": "server commits", "microbenchmark": "microbenchmark", "failure_type": "failure type",
+         "crypto": "cryptography", "reads": "reads", "fast_path": "fast path", "batch": "batch size",
+         "faulty_pct": ("faulty transactions", "%"), "directory": "directory"}
+"""What the columns of the Pesto and Basil tables are, to a reader (`reprobook.core.loaders.column_words`)."""
 
-@loader("pesto.curves")
+
+@loader("pesto.curves", words=WORDS)
 def curves(outputs) -> pd.DataFrame:
     """Every Pesto claim: one row per labelled client setting, with the knee of each curve.
 
@@ -114,7 +133,7 @@ def curves(outputs) -> pd.DataFrame:
     return out
 
 
-@loader("pesto.basil")
+@loader("pesto.basil", words=WORDS)
 def basil(outputs) -> pd.DataFrame:
     """The guide's Basil sections: client failures and the microbenchmarks on Basil's YCSB-like workloads.
 

@@ -37,7 +37,21 @@ _NR_NAME = re.compile(r"(?P<system>vnr|verus_nr|dafny_nr|rust_nr|upstream_nr|nr)
                       r"(?:[-_](?P<bench>[a-z]+))?.*?(?:-wr(?P<wr>[0-9]+))?")
 
 
-@loader("verus.milli")
+WORDS = {"system": "system", "verifier": "verifier", "tool": "tool", "benchmark": "benchmark", "seconds": ("time", "s"),
+         "time_1core_s": ("verification time on 1 core", "s"), "time_8cores_s": ("verification time on 8 cores", "s"),
+         "smt_mb": ("SMT query size", "MB"), "proof_code_ratio": "proof-to-code ratio",
+         "trusted_loc": ("trusted code", "lines"), "proof_loc": ("proof", "lines"), "code_loc": ("code", "lines"),
+         "mib_per_s": ("throughput", "MiB/s"), "mib_per_s_std": ("throughput's deviation", "MiB/s"),
+         "mib_per_s_ci95": ("throughput's 95 % interval", "MiB/s"), "append_kib": ("append size", "KiB"),
+         "append_bytes": ("append size", "bytes"), "log": "log", "iterations": "iterations",
+         "kops": ("throughput", "kops/s"), "kops_ci95": ("throughput's 95 % interval", "kops/s"),
+         "payload_bytes": ("value size", "bytes"), "workload": "workload", "trials": "trials",
+         "mops": ("throughput", "Mops/s"), "threads": "threads", "write_pct": ("writes", "%"), "ns": ("time", "ns"),
+         "timed_out": "timed out", "sample": "sample", "repetition": "repetition", "run": "run"}
+"""What the columns of the Verus tables are, to a reader (`reprobook.core.loaders.column_words`)."""
+
+
+@loader("verus.milli", words=WORDS)
 def milli(outputs) -> pd.DataFrame:
     """Claim A (Figs 6a, 6b, 7): verification times of the linked-list millibenchmarks.
 
@@ -68,7 +82,7 @@ def milli(outputs) -> pd.DataFrame:
     return out
 
 
-@loader("verus.macro_stats")
+@loader("verus.macro_stats", words=WORDS)
 def macro_stats(outputs) -> pd.DataFrame:
     """Claim B (Fig 8): line counts, verification times and SMT encoding sizes.
 
@@ -101,7 +115,7 @@ def macro_stats(outputs) -> pd.DataFrame:
     return out
 
 
-@loader("verus.page_table")
+@loader("verus.page_table", words=WORDS)
 def page_table(outputs) -> pd.DataFrame:
     """Claim C (Fig 11): map and unmap latency of the verified and the base page table.
 
@@ -125,7 +139,7 @@ def page_table(outputs) -> pd.DataFrame:
     return out
 
 
-@loader("verus.mimalloc")
+@loader("verus.mimalloc", words=WORDS)
 def mimalloc(outputs) -> pd.DataFrame:
     """Claim D (Fig 12): mimalloc-bench times with mimalloc and the verified allocator.
 
@@ -140,7 +154,7 @@ def mimalloc(outputs) -> pd.DataFrame:
     return out
 
 
-@loader("verus.pmlog")
+@loader("verus.pmlog", words=WORDS)
 def pmlog(outputs) -> pd.DataFrame:
     """Claim E (Fig 13): append throughput of libpmemlog and the two verified logs.
 
@@ -174,7 +188,7 @@ def pmlog(outputs) -> pd.DataFrame:
                 "mib_per_s_ci95"]]
 
 
-@loader("verus.ironkv")
+@loader("verus.ironkv", words=WORDS)
 def ironkv(outputs) -> pd.DataFrame:
     """Set 2 (Fig 9): IronKV throughput, the Verus port against IronFleet's Dafny original.
 
@@ -200,7 +214,7 @@ def ironkv(outputs) -> pd.DataFrame:
                 "trials"]].reset_index(drop=True)
 
 
-@loader("verus.nr")
+@loader("verus.nr", words=WORDS)
 def nr(outputs) -> pd.DataFrame:
     """Set 3 (Fig 10): node-replication throughput against threads, per write ratio.
 
