@@ -25,6 +25,9 @@ from reprobook.papers.pesto.systems import (PostgresPlacement, bftsmart_files, c
                                             postgres_connection, postgres_files, system_of)
 from tests.support.pequin_standin import PEQUIN_COMMIT, PEQUIN_GIT
 
+pytestmark = pytest.mark.skipif(not PEQUIN_GIT.is_dir(), reason=f"needs the Pequin artifact's git mirror at "
+                                f"{PEQUIN_GIT} (../shared/git beside the project)")
+
 AUTHORS_SERVERS = ["us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0"]
 AUTHORS_CLIENTS = ["client-0-0", "client-1-0", "client-2-0", "client-3-0"]
 # addresses in the style of the authors' commented-out table (zw494_gen_system_config.py)
