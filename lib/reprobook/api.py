@@ -538,6 +538,7 @@ def evidence(claim: Claim, measured: pd.DataFrame, verdict: checks.ClaimVerdict,
     """
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
+    from reprobook.book import plots   # matplotlib and seaborn: only when a plot is asked for
     from reprobook.book.evidence import evidence_parts
     head, tail = evidence_parts(claim, measured, verdict)
     display(HTML(head))
