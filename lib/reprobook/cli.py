@@ -293,6 +293,18 @@ def cmd_new(args) -> int:
     return 0
 
 
+def cmd_reference(args) -> int:
+    """``reference``: the author's reference (paper file keys, check kinds, plot options, loader API) as Markdown."""
+    from reprobook.reference import markdown
+    text = markdown()
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+        print(f"wrote {args.output}")
+    else:
+        print(text)
+    return 0
+
+
 def cmd_plan(args) -> int:
     """``plan CLAIM``: what a run would do, resolved, without contacting any host."""
     project = _project()
@@ -734,6 +746,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title", help="the paper's title (one line)")
     s.add_argument("--venue", help="where and when it appeared, one line, e.g. 'SOSP 2025'")
     s.set_defaults(func=cmd_new)
+
+    s = sub.add_parser("reference", help="print the author's reference: paper file keys, check kinds, loader API",
+                       description="Print, as Markdown, what the book's page \"Adding a paper\" shows under \"The "
+                                   "reference\": every key of a paper file, every check kind with every option, the "
+                                   "plot options, the machine requirements and the loader API (Outputs, the "
+                                   "reprobook.formats functions), generated from the schema, the registries and the "
+                                   "docstrings.")
+    s.add_argument("-o", "--output", help="write it to this file instead")
+    s.set_defaults(func=cmd_reference)
 
     s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",
                        description="Resolve a claim's run without contacting any host: the parameters (defaults "

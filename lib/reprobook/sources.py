@@ -34,7 +34,41 @@ from reprobook.core.runs import Run, RunStore
 
 @dataclass(frozen=True)
 class Outputs:
-    """The files a claim's loader reads, and an honest account of where they came from."""
+    """The files a claim's loader reads, and an honest account of where they came from.
+
+    A loader reads ``files``: for each output the claim declares (``outputs:`` in its paper file, or
+    ``reference:`` for the authors' shipped files), the paths of its files on this machine, sorted. The
+    other fields say where they came from; a loader seldom needs them.
+
+    Attributes
+    ----------
+    claim : str
+        The claim's name, ``paper/claim``.
+    kind : str
+        ``"reference"`` (the authors' shipped outputs), ``"live"`` (a recorded or imported run) or ``"none"``.
+    label : str
+        Where the numbers come from, as the page says it.
+    files : Mapping[str, tuple[Path, ...]]
+        Output name -> its files (an output that matched nothing has an empty tuple).
+    run_id : str or None
+        The run's id (None for shipped outputs).
+    host_facts : Mapping
+        The measured machine's facts ({} for shipped outputs).
+    parameters : Mapping
+        The run's parameters.
+    scale : str or None
+        The run's scale (None for shipped outputs).
+
+    Examples
+    --------
+    A loader's test builds one from a sample file, as a run would hand it over::
+
+        from pathlib import Path
+        from reprobook.sources import Outputs
+        outputs = Outputs(claim="mypaper/speedup", kind="live", label="a sample run",
+                          files={"results": (Path("tests/unit/data/mypaper/results.csv"),)})
+        table = results(outputs)   # the loader, called as reprobook calls it
+    """
 
     claim: str
     kind: str                      # "reference", "live" or "none"
@@ -71,6 +105,7 @@ class Outputs:
         return self.run_id or self.kind
 
     def has(self, name: str) -> bool:
+        """Whether output ``name`` has any file."""
         return bool(self.files.get(name))
 
     def one(self, name: str) -> Path:
