@@ -560,7 +560,10 @@ def load_paper(path: Path) -> Paper:
                                   file=path, key=f"{where}.reference.{name}")
         params = {}
         for k, v in (c.get("parameters") or {}).items():
-            default = v["default"]
+            if "default" not in v and not v.get("required"):
+                raise ConfigError("required key is missing (a parameter without a default says required: true)",
+                                  file=path, key=f"{where}.parameters.{k}.default")
+            default = v.get("default", "")
             if isinstance(default, list):
                 if len({type(x) for x in default}) > 1 and not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                                    for x in default):
@@ -571,7 +574,7 @@ def load_paper(path: Path) -> Paper:
                 raise ConfigError("a parameter whose value comes from the cluster takes a string (its default: "
                                   "\"\" for the cluster's)", file=path, key=f"{where}.parameters.{k}.from_cluster")
             params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where),
-                                  v.get("from_cluster", ""))
+                                  v.get("from_cluster", ""), bool(v.get("required", False)))
         scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:
@@ -709,7 +712,8 @@ def _expand_table(t: Mapping, path: Path, where: str) -> tuple[PublishedNumber, 
             source=target.source, precision=target.precision,
             what=f"{t.get('what', t['id'])}: " + ", ".join(f"{k}={v}" for k, v in lab.items())
                  + ("" if col_label else f", {col}"),
-            labels=_frozen(lab), measure="" if col_label else str(col), table=t["id"], sources=tuple(values)))
+            labels=_frozen(lab), measure="" if col_label else str(col), table=t["id"], sources=tuple(values),
+            column_label=col_label or ""))
     return tuple(out)
 
 

@@ -86,6 +86,7 @@ class PublishedNumber:
     measure: str = ""
     table: str = ""
     sources: tuple[PublishedValue, ...] = ()
+    column_label: str = ""   # of a table's cell: the label its columns stand for (the others label its rows)
 
     @property
     def read_off_figure(self) -> bool:
@@ -124,6 +125,8 @@ class Parameter:
     from_cluster: str = ""
     """``cloudlab.experiment`` ...: a live run on a cluster that records it takes its value from there unless given
     (`reprobook.core.plan.cluster_values`)."""
+    required: bool = False
+    """A live run is refused until it is given (`reprobook.core.plan.make_plan`)."""
 
 
 PRESENTATIONS = ("plot", "table", "both")

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from reprobook.errors import ConfigError
+
 if TYPE_CHECKING:
     from reprobook.core.config import Claim, Paper
 
@@ -202,6 +204,11 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     """
     asked = dict(params or {})
     resolved = resolve(claim, asked)
+    missing = [p for k, p in claim.parameters.items() if p.required and resolved.get(k) in (None, "")]
+    if missing and source == "live":
+        raise ConfigError(f"{claim.key} needs " + "; ".join(f"{p.name} ({p.help})" for p in missing)
+                          + ": give " + " ".join(f"-p {p.name} VALUE" for p in missing)
+                          + " (a notebook's parameters cell, or the panel's field)", key=missing[0].name)
     if claim.scales:   # the claim as it runs at the chosen scale (its own roles, inputs or steps, when it has them)
         claim = claim.at_scale(str(resolved["scale"]))
     steps: list[tuple[str, str, str]] = []
