@@ -618,9 +618,20 @@ def cmd_import(args) -> int:
             files.setdefault(name, []).append(path)
         else:
             bare.append(item)
+    unmatched: list[str] = []
+    if len(bare) == 1 and Path(bare[0]).expanduser().is_dir():
+        # a directory: each file goes to the output whose pattern matches its name; the others are named
+        from reprobook.sources import match_directory
+        found, unmatched = match_directory(claim, bare[0])
+        if not found:
+            raise ReprobookError(f"no file in {bare[0]} matches an output's pattern ({_patterns(claim)})")
+        for name, paths in found.items():
+            files.setdefault(name, []).extend(str(p) for p in paths)
+        bare = []
     if bare:
         if files or len(claim.outputs) != 1:
-            raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH")
+            raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH, "
+                                 f"or give one directory (its files are matched by the outputs' patterns)")
         files[next(iter(claim.outputs))] = bare
     from reprobook.sources import facts_from_flags, read_facts
     facts = read_facts(args.facts) if args.facts else {}
@@ -629,12 +640,24 @@ def cmd_import(args) -> int:
     run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
                        params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
-    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
-                    f"(source auto), or name it: --source {run.id}"))
+    counts = {}
+    for f in run.manifest["files"]:
+        counts[f["output"]] = counts.get(f["output"], 0) + 1
+    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}): "
+                    + ", ".join(f"{k} {v}" for k, v in counts.items())
+                    + f"; `reprobook run {claim.key}` now uses it (source auto), or name it: --source {run.id}"))
+    if unmatched:
+        shown = ", ".join(unmatched[:20]) + (f" and {len(unmatched) - 20} more" if len(unmatched) > 20 else "")
+        print(printable(f"not imported ({len(unmatched)} file(s) no output's pattern matches): {shown}"))
     if not facts:
         print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
               "will be inconclusive")
     return 0
+
+
+def _patterns(claim) -> str:
+    """Each output's pattern, in words (what a directory given to ``import`` is matched by)."""
+    return "; ".join(f"{n}: {o.glob or '*'}" for n, o in claim.outputs.items()) or "the claim declares no outputs"
 
 
 def cmd_trust_host(args) -> int:
@@ -837,7 +860,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the machine as you describe it; from then on it is a run like any other.")
     s.add_argument("claim", help="paper/claim, e.g. verus/ironkv")
     s.add_argument("files", nargs="+", metavar="FILE", help="output files; NAME=PATH when the claim has several "
-                                                           "outputs (see `reprobook claims`)")
+                                                           "outputs (see `reprobook claims`); NAME=DIR takes the "
+                                                           "files under DIR that the output's pattern matches; one "
+                                                           "DIR alone gives each file under it to the output whose "
+                                                           "pattern (glob) matches its name, keeping its place in "
+                                                           "DIR, and names the files none matches")
     s.add_argument("--machine", required=True, help="the machine the files come from, e.g. \"Windows 11 laptop, "
                                                    "i9-10885H, 64 GB\"")
     s.add_argument("--note", help="anything else a reader should know")

@@ -330,6 +330,43 @@ def readable(claim: Claim, files: Mapping[str, list[Path]], as_given: Mapping[st
                       f"Nothing was imported.")
 
 
+def match_directory(claim: Claim, directory: str | Path, only: str | None = None) -> tuple[dict[str, list[Path]],
+                                                                                          list[str]]:
+    """The files under ``directory`` by the output whose pattern (``glob``) matches each name, and the files no
+    output's pattern matches (relative to ``directory``, sorted). ``only``: every file for that output, if its
+    pattern matches.
+
+    A file two outputs' patterns match goes to the one whose ``path`` its directory lies in; if none or both,
+    `ConfigError` naming the file and the outputs. Symbolic links are not followed (named among the unmatched).
+    """
+    import fnmatch
+    root = Path(directory).expanduser()
+    names = [only] if only else list(claim.outputs)
+    found: dict[str, list[Path]] = {}
+    unmatched: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            path = Path(dirpath) / fname
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink() or not path.is_file():
+                unmatched.append(f"{rel} (a link)" if path.is_symlink() else rel)
+                continue
+            hits = [n for n in names if fnmatch.fnmatchcase(fname, claim.outputs[n].glob or "*")]
+            if len(hits) > 1:
+                parent = Path(rel).parent.as_posix()
+                hits = [n for n in hits if claim.outputs[n].path.strip("/") not in ("", ".")
+                        and f"/{claim.outputs[n].path.strip('/')}/" in f"/{parent}/"] or hits
+            if len(hits) > 1:
+                raise ConfigError(f"{rel} in {directory} matches the patterns of outputs {', '.join(hits)}: import "
+                                  f"it as NAME=PATH")
+            if hits:
+                found.setdefault(hits[0], []).append(path)
+            else:
+                unmatched.append(rel)
+    return found, unmatched
+
+
 def import_files(project: Project, claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
                  params: Mapping | None = None, facts: Mapping | None = None) -> Run:
     """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`).
@@ -351,29 +388,39 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
                               f"which, as NAME=PATH")
         files = {next(iter(claim.outputs)): paths}
     resolved: dict[str, list[Path]] = {}
+    relative: dict[str, str] = {}   # a directory's file -> its place under the output
+    given: dict[str, list[str]] = {}
     for name, paths in files.items():
         if name not in claim.outputs:
             raise ConfigError(f"{claim.key} has no output {name!r} (outputs: {', '.join(claim.outputs) or 'none'})")
-        for given in ([paths] if isinstance(paths, (str, Path)) else paths):
-            p = Path(given).expanduser()
+        for g in ([paths] if isinstance(paths, (str, Path)) else paths):
+            p = Path(g).expanduser()
+            if p.is_dir():   # NAME=DIR: the files its pattern matches, each keeping its place in the directory
+                found, _ = match_directory(claim, p, only=name)
+                for f in found.get(name, ()):
+                    resolved.setdefault(name, []).append(f)
+                    relative[str(f)] = f.relative_to(p).as_posix()
+                    given.setdefault(name, []).append(f"{g}/{relative[str(f)]}")
+                continue
             if not p.is_file():
-                raise ConfigError(f"no such file: {given}")
+                raise ConfigError(f"no such file: {g}")
             resolved.setdefault(name, []).append(p)
+            given.setdefault(name, []).append(str(g))
     if not resolved:
-        raise ConfigError("no files to import")
-    given = {name: [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-             for name, paths in files.items()}
+        raise ConfigError("no files to import" + (f" (no file matches the pattern of {', '.join(files)})"
+                                                   if files else ""))
 
     def check(run_dir: Path, stored: Mapping[str, list[Path]]) -> None:
         # the files as the run will hold them (an archive unpacked once, within its limits), named as given
-        as_given = {str(run_dir / "outputs" / name / Path(g).name): g for name, gs in given.items() for g in gs}
+        as_given = {str(run_dir / "outputs" / name / (relative.get(str(p)) or p.name)): g
+                    for name in resolved for p, g in zip(resolved[name], given[name])}
         readable(claim, {k: sorted(v) for k, v in stored.items()}, as_given)
 
     store = RunStore(project.settings.runs_dir)
     extra = {"host_facts": {"imported": facts}} if facts else {}
     return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
                               params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
-                              **extra)
+                              relative=relative, **extra)
 
 
 def _loadable(project: Project, claim: Claim, run: Run) -> tuple[Outputs | None, str | None]:

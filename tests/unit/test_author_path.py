@@ -100,3 +100,29 @@ def test_the_verdict_carries_the_label_warning(tmp_path, root):
     verdict = check_claim(claim, measured, source="test")
     assert any("'memcache' (the run has 'memcached')" in w for w in verdict.warnings)
     assert not any("memcache" in w for w in check_claim(claim, measured, source="test", scale="rehearsal").warnings)
+
+
+def test_a_directory_is_matched_to_the_outputs_by_their_patterns(tmp_path, root):
+    from reprobook.sources import match_directory
+
+    def outputs(d):
+        d["claims"][2]["outputs"] = {"params": {"path": "results", "glob": "*.params"},
+                                     "runtime": {"path": "results", "glob": "*.runtime"},
+                                     "log": {"path": "logs", "glob": "*.log"}, "any": {"path": "raw", "glob": "*.log"}}
+    claim = load_paper(_aardvark(tmp_path, root, outputs)).claims["archive-throughput"]
+    runs = tmp_path / "runs"
+    for exp in ("exp1", "exp2"):
+        (runs / "results" / exp).mkdir(parents=True)
+        (runs / "results" / exp / "a.params").write_text("{}")
+        (runs / "results" / exp / "a.runtime").write_text("1")
+    (runs / "logs").mkdir()
+    (runs / "logs" / "run.log").write_text("x")
+    (runs / "results" / "notes.txt").write_text("x")
+    (runs / "raw").mkdir()
+    (runs / "raw" / "trace.log").write_text("x")   # matched by log's and any's patterns: any's path holds it
+    found, unmatched = match_directory(claim, runs)
+    rel = {k: [p.relative_to(runs).as_posix() for p in v] for k, v in found.items()}
+    assert rel == {"params": ["results/exp1/a.params", "results/exp2/a.params"],
+                   "runtime": ["results/exp1/a.runtime", "results/exp2/a.runtime"], "log": ["logs/run.log"],
+                   "any": ["raw/trace.log"]}
+    assert unmatched == ["results/notes.txt"]   # named, not imported
