@@ -618,17 +618,8 @@ def cmd_import(args) -> int:
             files.setdefault(name, []).append(path)
         else:
             bare.append(item)
-    unmatched: list[str] = []
-    if len(bare) == 1 and Path(bare[0]).expanduser().is_dir():
-        # a directory: each file goes to the output whose pattern matches its name; the others are named
-        from reprobook.sources import match_directory
-        found, unmatched = match_directory(claim, bare[0])
-        if not found:
-            raise ReprobookError(f"no file in {bare[0]} matches an output's pattern ({_patterns(claim)})")
-        for name, paths in found.items():
-            files.setdefault(name, []).extend(str(p) for p in paths)
-        bare = []
-    if bare:
+    directory = len(bare) == 1 and not files and Path(bare[0]).expanduser().is_dir()
+    if bare and not directory:
         if files or len(claim.outputs) != 1:
             raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH, "
                                  f"or give one directory (its files are matched by the outputs' patterns)")
@@ -637,7 +628,8 @@ def cmd_import(args) -> int:
     facts = read_facts(args.facts) if args.facts else {}
     facts.update(facts_from_flags(cores=args.cores, os=args.os, memory_gib=args.memory_gib, smt=args.smt,
                                   numa_nodes=args.numa_nodes, physical_cores_per_socket=args.physical_cores_per_socket))
-    run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
+    # a directory alone: each file goes to the output whose pattern matches its name; the others are named
+    run = import_files(project, claim, bare[0] if directory else files, machine=args.machine, note=args.note or "",
                        params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
     counts = {}
@@ -646,6 +638,7 @@ def cmd_import(args) -> int:
     print(printable(f"imported {n} file(s) as run {run.id} ({run.path}): "
                     + ", ".join(f"{k} {v}" for k, v in counts.items())
                     + f"; `reprobook run {claim.key}` now uses it (source auto), or name it: --source {run.id}"))
+    unmatched = run.manifest.get("unmatched") or []
     if unmatched:
         shown = ", ".join(unmatched[:20]) + (f" and {len(unmatched) - 20} more" if len(unmatched) > 20 else "")
         print(printable(f"not imported ({len(unmatched)} file(s) no output's pattern matches): {shown}"))
@@ -653,11 +646,6 @@ def cmd_import(args) -> int:
         print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
               "will be inconclusive")
     return 0
-
-
-def _patterns(claim) -> str:
-    """Each output's pattern, in words (what a directory given to ``import`` is matched by)."""
-    return "; ".join(f"{n}: {o.glob or '*'}" for n, o in claim.outputs.items()) or "the claim declares no outputs"
 
 
 def cmd_trust_host(args) -> int:

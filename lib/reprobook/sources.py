@@ -381,6 +381,15 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     if not machine or not machine.strip():
         raise ConfigError("describe the machine the files come from (machine=…, --machine …): the page shows it "
                           "beside the verdict")
+    unmatched: list[str] = []
+    directory = Path(files).expanduser() if isinstance(files, (str, Path)) else None
+    if directory is not None and directory.is_dir():
+        # one directory: each file to the output whose pattern matches it, keeping its place; the rest named
+        found, unmatched = match_directory(claim, directory)
+        if not found:
+            raise ConfigError(f"no file in {files} matches an output's pattern ("
+                              + "; ".join(f"{n}: {o.glob or '*'}" for n, o in claim.outputs.items()) + ")")
+        files = {name: [directory] for name in found}
     if not isinstance(files, Mapping):
         paths = [files] if isinstance(files, (str, Path)) else list(files)
         if len(claim.outputs) != 1:
@@ -396,8 +405,11 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
         for g in ([paths] if isinstance(paths, (str, Path)) else paths):
             p = Path(g).expanduser()
             if p.is_dir():   # NAME=DIR: the files its pattern matches, each keeping its place in the directory
-                found, _ = match_directory(claim, p, only=name)
-                for f in found.get(name, ()):
+                if directory is not None and p == directory:
+                    picked = found
+                else:
+                    picked, _ = match_directory(claim, p, only=name)
+                for f in picked.get(name, ()):
                     resolved.setdefault(name, []).append(f)
                     relative[str(f)] = f.relative_to(p).as_posix()
                     given.setdefault(name, []).append(f"{g}/{relative[str(f)]}")
@@ -418,6 +430,8 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
 
     store = RunStore(project.settings.runs_dir)
     extra = {"host_facts": {"imported": facts}} if facts else {}
+    if unmatched:   # the run says which files of the directory it left out
+        extra["unmatched"] = unmatched
     return store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
                               params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
                               relative=relative, **extra)
