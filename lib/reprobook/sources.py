@@ -144,7 +144,8 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
     return Outputs(claim.key, run.manifest.get("source", "live"), label,
                    {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, names={str(run.path): ""},
                    location="(withheld)" if redact_hosts else f"run {run.id}",
-                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()), host_facts=run_host_facts(run),
+                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()),
+                   host_facts=run_host_facts(run, claim.measured_on),
                    **run_scale(claim, run))
 
 
@@ -161,9 +162,14 @@ def run_scale(claim: Claim, run: Run) -> dict:
             "toolchains": tuple(toolchains_from_log(log))}
 
 
-def run_host_facts(run: Run) -> dict:
-    """The facts probed on a run's host when it was launched ({} when none were: shipped or imported outputs)."""
+def run_host_facts(run: Run, role: str = "") -> dict:
+    """The facts probed on a run's host when it was launched ({} when none were: shipped or imported outputs): the
+    first host of ``role`` (a claim's ``measured_on``: the machine its numbers come from) when the run placed one,
+    else the host reprobook drove. An imported run's facts are the measured machine's, whatever the role."""
     recorded = run.manifest.get("host_facts") or {}
+    placed = ((run.manifest.get("placement") or {}).get("roles") or {}).get(role) if role else None
+    if placed and placed[0] in recorded:
+        return dict(recorded[placed[0]])
     return dict(recorded.get(run.manifest.get("host")) or next(iter(recorded.values()), {}))
 
 

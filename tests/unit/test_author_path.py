@@ -126,3 +126,48 @@ def test_a_directory_is_matched_to_the_outputs_by_their_patterns(tmp_path, root)
                    "runtime": ["results/exp1/a.runtime", "results/exp2/a.runtime"], "log": ["logs/run.log"],
                    "any": ["raw/trace.log"]}
     assert unmatched == ["results/notes.txt"]   # named, not imported
+
+
+def test_a_claim_judged_on_the_machine_its_numbers_come_from(tmp_path, root):
+    """measured_on: the checks are judged on the measured role's facts and requires, not the driver's."""
+    from types import SimpleNamespace
+
+    from reprobook.sources import run_host_facts
+
+    def roles(d):
+        c = d["claims"][2]   # archive-throughput
+        c["roles"] = {"driver": {"description": "runs the harness"},
+                      "testbox": {"requires": {"cores": 8, "why": "the paper's test machine"}}}
+        c["measured_on"] = "testbox"
+        for check in c["checks"]:
+            check.pop("judged_at", None), check.pop("why", None)
+    claim = load_paper(_aardvark(tmp_path, root, roles)).claims["archive-throughput"]
+    manifest = {"host": "drv", "placement": {"roles": {"driver": ["drv"], "testbox": ["box"]}, "control": "drv"},
+                "host_facts": {"drv": {"cpus": 64}, "box": {"cpus": 4}}}
+    facts = run_host_facts(SimpleNamespace(manifest=manifest), claim.measured_on)
+    assert facts == {"cpus": 4}   # the test machine's, not the 64-core driver's
+    measured = pd.DataFrame({c.value: [1.0] for c in claim.checks})
+    v = check_claim(claim, measured, source="run", scale="paper", host_facts=facts)
+    assert all(r.verdict is Verdict.INCONCLUSIVE and "needs 8 cores (CPUs online), has 4" in r.reason
+               for r in v.checks), [r.reason for r in v.checks]
+
+    def wrong(d):
+        roles(d)
+        d["claims"][2]["measured_on"] = "tester"
+    with pytest.raises(ConfigError, match="no role 'tester'") as err:
+        load_paper(_aardvark(tmp_path, root, wrong))
+    assert "claims[2].measured_on" in str(err.value)
+
+
+def test_an_estimate_scales_with_the_parameters_it_declares(tmp_path, root):
+    def per_trial(d):
+        d["claims"][1]["scales"]["rehearsal"]["scales_with"] = ["trials"]   # 6 minutes at its one trial
+    claim = load_paper(_aardvark(tmp_path, root, per_trial)).claims["validator-throughput"]
+    assert make_plan(claim, {"scale": "rehearsal"}).expected_minutes == 6
+    assert make_plan(claim, {"scale": "rehearsal", "trials": 3}).expected_minutes == 18
+
+    def not_a_number(d):
+        d["claims"][1]["scales"]["rehearsal"]["scales_with"] = ["rust"]
+    with pytest.raises(ConfigError, match="'rust' is not a number parameter") as err:
+        load_paper(_aardvark(tmp_path, root, not_a_number))
+    assert "claims[1].scales.rehearsal.scales_with[0]" in str(err.value)

@@ -1240,8 +1240,10 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     if not scale or scale == "paper":   # a rehearsal measures fewer rows on purpose
         warnings = (*warnings, *unmatched_labels(claim.published, measured))
     trials = trial_rows(measured)
+    # the machine the numbers come from: the measured role's (its requires), else the claim's one host
+    requires = claim.role(claim.measured_on).requires if claim.measured_on else claim.requires
     results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
-                            claim.requires, imported)
+                            requires, imported)
                     for spec in claim.checks if applies(spec, scale))
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]

@@ -197,6 +197,9 @@ class Claim:
     # the machine the authors measured on, as the paper file states it (the paper's, then the claim's, key by key);
     # a run's host is compared with it (reprobook.core.requirements.differences)
     authors_machine: Mapping[str, Any] = field(default_factory=dict)
+    # the role whose machine the numbers come from, when not the driven host ("": the control role's host); its
+    # facts and its role's requires are what the checks are judged on
+    measured_on: str = ""
     # scales (named parameter sets: paper, rehearsal), source constants set from the parameters, and the
     # deviations from the guide a parameter set makes (see reprobook.core.scales)
     scales: Mapping[str, Any] = field(default_factory=dict)
@@ -351,6 +354,7 @@ def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
                       where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)),
+                      scales_with=tuple(s.get("scales_with") or ()),
                       packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()))
                  for s in items or ())
 
@@ -371,6 +375,10 @@ def _roles(raw: Mapping | None, claim_reqs: Requirements, *, file, key: str) -> 
 def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
     """Every role a step or output names is one of the claim's; a sweep step has axes to sweep."""
     known = set(claim.roles) or {CONTROL}
+    if claim.measured_on and claim.measured_on not in known:
+        raise ConfigError(f"no role {claim.measured_on!r} in this claim (roles: {', '.join(sorted(known))}): "
+                          f"measured_on names the role whose machine the numbers come from", file=file,
+                          key=f"{where}.measured_on")
     for part in ("setup", "run"):
         for j, s in enumerate(c.get(part) or ()):
             if s.get("role") and s["role"] not in known:
@@ -599,7 +607,7 @@ def load_paper(path: Path) -> Paper:
             published_from_reference=bool(c.get("published_from_reference", False)),
             reference_verdict=c.get("reference_verdict"),
             authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
-            scales=_frozen(scales), patches=patches, deviations=deviations,
+            scales=_frozen(scales), patches=patches, deviations=deviations, measured_on=c.get("measured_on", ""),
         )
         variants = _variants(c, claim, machine, setup + patch_setup, repos, file=path, where=where)
         if variants:

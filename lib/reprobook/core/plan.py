@@ -99,11 +99,23 @@ class RunPlan:
                 elif scale is not None and scale.expected_minutes is not None:
                     continue   # the scale's figure is a whole run's: it says nothing of one step
                 elif step is not None:
-                    total += step.expected_minutes * times
+                    total += step.expected_minutes * times * self._proportion(step.scales_with, {})
             return total
         if scale is not None and scale.expected_minutes is not None:
-            return scale.expected_minutes
-        return sum(s.expected_minutes * (points if s.sweep else 1) for s in (*c.setup, *c.run))
+            return scale.expected_minutes * self._proportion(scale.scales_with, scale.values)
+        return sum(s.expected_minutes * (points if s.sweep else 1) * self._proportion(s.scales_with, {})
+                   for s in (*c.setup, *c.run))
+
+    def _proportion(self, names, at: Mapping[str, Any]) -> float:
+        """This plan's values of the number parameters ``names`` over those an estimate was given for (``at``, else
+        the defaults), multiplied: twice the trials, twice the minutes."""
+        out = 1.0
+        for n in names:
+            p = self.claim.parameters.get(n)
+            base, value = at.get(n, p.default if p is not None else None), self.params.get(n)
+            if isinstance(base, (int, float)) and isinstance(value, (int, float)) and base > 0:
+                out *= float(value) / float(base)
+        return out
 
     @property
     def expected_source(self) -> str:
