@@ -191,8 +191,9 @@ _COMMON = {
     "statistic": {"enum": ["mean", "median", "geomean", "hmean"],
                   "description": "The statistic of a point's trials the claim is about (default mean)."},
     "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                  "description": "Scales besides the paper's at which the check may be judged, on any machine "
-                                 "(with why)."},
+                  "description": "Scales at which the check may be judged on any machine, besides the paper's "
+                                 "on a machine meeting the claim's requires (with why); [paper]: the paper's scale "
+                                 "on any machine (two systems measured side by side)."},
     "only_at": {"type": "array", "items": {"type": "string"}, "minItems": 1,
                 "description": "The only scales at which the check belongs to the verdict (a check of a "
                                "rehearsal's own pipeline); elsewhere it is left out (with why)."},

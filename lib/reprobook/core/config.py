@@ -502,7 +502,7 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
                                   file=file, key=f"{where}.checks[{j}].needs.scale")
         for s in (spec.needs.judged_at if spec.needs else ()):
-            if s not in claim.scales:
+            if s not in claim.scales and s != "paper":   # every claim has the paper's scale, scales or not
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
                                   file=file, key=f"{where}.checks[{j}].judged_at")
 
