@@ -244,6 +244,8 @@ def _report(verdict: dict, run) -> int:
     print(printable(f"\n{verdict['claim']}: {verdict['verdict'].upper()} (margin {margin})", lines=True))
     print(f"  why:    {printable(verdict['reason'])}")
     print(f"  source: {printable(verdict['source'])}")
+    for caution in verdict.get("warnings") or ():
+        print(f"  caution: {printable(caution)}")
     print(f"  run:    {printable(run.id)}  ({printable(run.path)})")
     return _EXIT[verdict["verdict"]]
 
@@ -277,21 +279,96 @@ def _plan(project, claim, args, params):
     return learn(plan, RunStore(project.settings.runs_dir).runs(claim))
 
 
+def _at_a_terminal(stream) -> bool:
+    """Whether ``stream`` is a person's terminal (not a pipe, a file, /dev/null, or no stdin at all, as in CI)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):   # a closed or replaced stream
+        return False
+
+
+def _ask(question: str, stdin, out) -> str:
+    """One answer to ``question`` (asked on ``out``), stripped; the end of input (Ctrl-D) is an empty answer."""
+    print(question, end="", file=out, flush=True)
+    line = stdin.readline()
+    if not line:
+        print(file=out)
+    return line.strip()
+
+
+def venue_and_year(venue: str, year: int | None, stdin=None, out=None) -> tuple[str, int | None]:
+    """``new``'s venue and year: as given, and what is missing asked of a person at a terminal (``stdin`` one).
+
+    Nothing is asked when ``stdin`` is not a terminal (a script, a pipe, CI with no stdin): what is not given is left
+    for the author to fill in. The year is asked only when the venue does not end in it (``SOSP 2024``).
+    """
+    from reprobook.errors import ConfigError
+    from reprobook.scaffold import year_of
+    stdin = sys.stdin if stdin is None else stdin
+    out = sys.stderr if out is None else out   # the questions are not output: stdout stays the list of files written
+    if not _at_a_terminal(stdin):
+        return venue, year
+    if not venue:
+        venue = _ask("Venue (e.g. USENIX Security, or SOSP 2024), empty to fill in later: ", stdin, out)
+    if venue and year is None and year_of(venue) is None:
+        answer = _ask("Year it appeared (e.g. 2022), empty to leave out: ", stdin, out)
+        if answer:
+            if not answer.isdigit():
+                raise ConfigError(f"the year is a number such as 2022, not {answer!r} (nothing was written)")
+            year = int(answer)
+    return venue, year
+
+
 def cmd_new(args) -> int:
     """``new PAPER``: scaffold a paper (YAML, package with a loader, a claim page, its chapter) that loads."""
     from reprobook.core.config import find_root, load_paper
     from reprobook.scaffold import new_paper
     root = find_root()
+    try:
+        venue, year = venue_and_year(args.venue or "", args.year)
+    except KeyboardInterrupt:
+        print("\nreprobook: interrupted; nothing was written.", file=sys.stderr)
+        return 130
     # what was written loads (else a bug to report, and what was written is removed again)
-    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=args.venue or "",
-                        check=load_paper)
+    written = new_paper(root, args.paper, claim=args.claim, title=args.title or "", venue=venue,
+                        check=load_paper, name=args.name or "", year=year)
     for path in written:
         print(f"wrote {path.relative_to(root)}")
     print(f"Next: edit configs/papers/{args.paper}.yaml (the claim, its numbers, its check), "
           f"lib/reprobook/papers/{args.paper.replace('-', '_')}/loaders.py (the artifact's output format) and the "
-          f"words of notebooks/{args.paper}/{args.claim}.ipynb; the book's page \"Adding a paper\" walks through it. "
-          f"Try it: reprobook import {args.paper}/{args.claim} results=FILE.csv --machine \"...\", then "
-          f"reprobook run {args.paper}/{args.claim}.")
+          f"words of notebooks/{args.paper}/{args.claim}.ipynb; put a real output in tests/unit/data/{args.paper}/ "
+          f"(its README says how). The book's page \"Adding a paper\" walks through it, with every key and check "
+          f"(reprobook reference). Try it: reprobook import {args.paper}/{args.claim} tests/unit/data/{args.paper} "
+          f"--machine \"...\", then reprobook run {args.paper}/{args.claim}; reprobook check-paper {args.paper} "
+          f"checks the project's rules.")
+    return 0
+
+
+def cmd_check_paper(args) -> int:
+    """``check-paper PAPER``: the project's rules a paper file can break while loading cleanly
+    (`reprobook.core.rules`); exit 2 naming each claim and check that breaks one."""
+    from reprobook.core.rules import SMALL_IMPORT, paper_problems
+    project = _project()
+    paper = project.paper(args.paper)
+    problems = paper_problems(paper)
+    for line in problems:
+        print(printable(line), file=sys.stderr)
+    if problems:
+        print(f"{paper.id}: {len(problems)} problem(s) with the project's rules (above)", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"{paper.id}: loads, and keeps the project's rules: {SMALL_IMPORT}")
+    return 0
+
+
+def cmd_reference(args) -> int:
+    """``reference``: the author's reference (paper file keys, check kinds, plot options, loader API) as Markdown."""
+    from reprobook.reference import markdown
+    text = markdown()
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+        print(f"wrote {args.output}")
+    else:
+        print(text)
     return 0
 
 
@@ -639,19 +716,30 @@ def cmd_import(args) -> int:
             files.setdefault(name, []).append(path)
         else:
             bare.append(item)
-    if bare:
+    directory = len(bare) == 1 and not files and Path(bare[0]).expanduser().is_dir()
+    if bare and not directory:
         if files or len(claim.outputs) != 1:
-            raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH")
+            raise ReprobookError(f"{claim.key} has outputs {', '.join(claim.outputs)}: name each file as NAME=PATH, "
+                                 f"or give one directory (its files are matched by the outputs' patterns)")
         files[next(iter(claim.outputs))] = bare
     from reprobook.sources import facts_from_flags, read_facts
     facts = read_facts(args.facts) if args.facts else {}
     facts.update(facts_from_flags(cores=args.cores, os=args.os, memory_gib=args.memory_gib, smt=args.smt,
                                   numa_nodes=args.numa_nodes, physical_cores_per_socket=args.physical_cores_per_socket))
-    run = import_files(project, claim, files, machine=args.machine, note=args.note or "",
+    # a directory alone: each file goes to the output whose pattern matches its name; the others are named
+    run = import_files(project, claim, bare[0] if directory else files, machine=args.machine, note=args.note or "",
                        params=_parse_params(args.param), facts=facts or None)
     n = len(run.manifest["files"])
-    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}); `reprobook run {claim.key}` now uses it "
-                    f"(source auto), or name it: --source {run.id}"))
+    counts = {}
+    for f in run.manifest["files"]:
+        counts[f["output"]] = counts.get(f["output"], 0) + 1
+    print(printable(f"imported {n} file(s) as run {run.id} ({run.path}): "
+                    + ", ".join(f"{k} {v}" for k, v in counts.items())
+                    + f"; `reprobook run {claim.key}` now uses it (source auto), or name it: --source {run.id}"))
+    unmatched = run.manifest.get("unmatched") or []
+    if unmatched:
+        shown = ", ".join(unmatched[:20]) + (f" and {len(unmatched) - 20} more" if len(unmatched) > 20 else "")
+        print(printable(f"not imported ({len(unmatched)} file(s) no output's pattern matches): {shown}"))
     if not facts:
         print("no machine facts given (--facts FILE, --cores, --os, ...): the checks that depend on the machine "
               "will be inconclusive")
@@ -756,7 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write configs/papers/PAPER.yaml (a paper with one claim, one published number, a "
                                    "check and a plot, valid from the start), lib/reprobook/papers/PAPER/ (a loader of "
                                    "benchmark,value CSVs that declares its columns), notebooks/PAPER/CLAIM.ipynb (the "
-                                   "claim's page) and book/PAPER/index.ipynb with its entry in _toc.yml. Nothing is "
+                                   "claim's page), a test of the loaders on a sample output "
+                                   "(tests/unit/test_loaders_PAPER.py, tests/unit/data/PAPER/) and "
+                                   "book/PAPER/index.ipynb with its entry in _toc.yml. Nothing is "
                                    "overwritten, and the input is checked before anything is written: a refusal "
                                    "(exit 2) leaves the project as it was. The book's page \"Adding a paper\" says "
                                    "what to edit next.")
@@ -765,8 +855,31 @@ def build_parser() -> argparse.ArgumentParser:
                                  "boolean or null (yes, no, on, off, true, null), not a paper the project has")
     s.add_argument("--claim", default="first-claim", help="the first claim's id (default: first-claim)")
     s.add_argument("--title", help="the paper's title (one line)")
-    s.add_argument("--venue", help="where and when it appeared, one line, e.g. 'SOSP 2025'")
+    s.add_argument("--venue", help="where (and when) it appeared, one line, e.g. 'USENIX Security' or 'SOSP 2025'; "
+                                   "asked at a terminal when not given")
+    s.add_argument("--year", type=int, help="the year it appeared, when --venue does not end in it (asked at a "
+                                            "terminal)")
+    s.add_argument("--name", help="the paper's short name, e.g. Aardvark (default: the title's part before its "
+                                  "colon, else the id); the chapter reads \"Aardvark (USENIX Security '22)\"")
     s.set_defaults(func=cmd_new)
+
+    s = sub.add_parser("check-paper", help="check a paper file against the project's rules (beyond its schema)",
+                       description="Load the paper file (its schema and registries) and check the rules a file can "
+                                   "break while loading cleanly, in the words the project's tests use: a run imported "
+                                   "from a small machine leaves every check inconclusive unless the check declares "
+                                   "where it may be judged. Exit 0 when it keeps them, 2 naming each claim and check "
+                                   "that does not.")
+    s.add_argument("paper", help="the paper's id, e.g. aardvark")
+    s.set_defaults(func=cmd_check_paper)
+
+    s = sub.add_parser("reference", help="print the author's reference: paper file keys, check kinds, loader API",
+                       description="Print, as Markdown, what the book's page \"Adding a paper\" shows under \"The "
+                                   "reference\": every key of a paper file, every check kind with every option, the "
+                                   "plot options, the machine requirements and the loader API (Outputs, the "
+                                   "reprobook.formats functions), generated from the schema, the registries and the "
+                                   "docstrings.")
+    s.add_argument("-o", "--output", help="write it to this file instead")
+    s.set_defaults(func=cmd_reference)
 
     s = sub.add_parser("plan", help="print what a run of a claim would do, without starting it",
                        description="Resolve a claim's run without contacting any host: the parameters (defaults "
@@ -865,7 +978,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the machine as you describe it; from then on it is a run like any other.")
     s.add_argument("claim", help="paper/claim, e.g. verus/ironkv")
     s.add_argument("files", nargs="+", metavar="FILE", help="output files; NAME=PATH when the claim has several "
-                                                           "outputs (see `reprobook claims`)")
+                                                           "outputs (see `reprobook claims`); NAME=DIR takes the "
+                                                           "files under DIR that the output's pattern matches; one "
+                                                           "DIR alone gives each file under it to the output whose "
+                                                           "pattern (glob) matches its name, keeping its place in "
+                                                           "DIR, and names the files none matches")
     s.add_argument("--machine", required=True, help="the machine the files come from, e.g. \"Windows 11 laptop, "
                                                    "i9-10885H, 64 GB\"")
     s.add_argument("--note", help="anything else a reader should know")

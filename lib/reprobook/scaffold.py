@@ -85,15 +85,24 @@ claims:
     manual:
       - name: run the benchmark by hand
         run: ./run-benchmarks.sh > results.csv
+    # `reprobook import {paper}/{claim} DIR` gives each file under DIR to the output whose glob matches its name.
     outputs:
       results: {{path: ., glob: "*.csv", description: "a CSV of benchmark,value rows"}}
     loader: {paper}.results
     published: [{claim}-speedup]
+    # Every key and check kind, with every option: the book's page "Adding a paper", section "The reference"
+    # (or `reprobook reference`). `reprobook check-paper {paper}` checks the project's rules on this file.
     checks:
       - kind: at_least
         what: every benchmark's speed-up is at least the paper's
         value: speedup
         min: {{published: {claim}-speedup}}
+        # The project's rule: a run imported from a small machine leaves a check inconclusive unless the check says
+        # where it may be judged. A speed-up over a baseline measured side by side holds on any machine, so this
+        # check says so. A claim about absolute numbers (throughput on a 32-core machine) says instead what the
+        # machine needs (requires: {{cores: 32, memory_gib: 64}}); an import then states its machine (--facts).
+        judged_at: [paper]
+        why: the system and its baseline run side by side on one machine, so their ratio does not depend on which
     plot: {{x: benchmark, y: speedup, xlabel: benchmark, ylabel: "speed-up over the baseline (x)"}}
 """
 
@@ -131,6 +140,95 @@ def results(outputs) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 '''
 
+LOADER_TEST = '''"""The loaders of {paper} on sample outputs: tests/unit/data/{paper}/<output>/ holds each output's files.
+
+Replace the sample with the artifact's real outputs (the authors' shipped files, or a run of yours) and say where
+they come from in tests/unit/data/{paper}/README.md; this test then reads them as a run hands them over. It checks
+what every loader promises (rows, the columns it declares, numbers in its value columns), so it needs no edit when
+the loader changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from reprobook.core.config import load_paper
+from reprobook.core.loaders import columns, get_loader
+from reprobook.sources import Outputs
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data" / "{paper}"
+
+
+def test_each_claims_loader_reads_the_sample_outputs():
+    paper = load_paper(ROOT / "configs" / "papers" / "{paper}.yaml")
+    for claim in paper.claims.values():
+        files = {{name: tuple(sorted(p for p in (DATA / name).rglob("*") if p.is_file())) for name in claim.outputs}}
+        assert any(files.values()), f"no sample output for {{claim.key}} under {{DATA}}/<output name>/"
+        table = get_loader(claim.loader)(Outputs(claim=claim.key, kind="live", label="the sample outputs",
+                                                 files=files))
+        assert isinstance(table, pd.DataFrame) and not table.empty, claim.key
+        declared = columns(claim.loader) or tuple(table.columns)
+        assert set(declared) <= set(table.columns), (claim.key, declared, list(table.columns))
+        for spec in claim.checks:
+            assert pd.api.types.is_numeric_dtype(table[spec.value]), (claim.key, spec.value)
+'''
+
+SAMPLE_README = """# Sample outputs of {paper}
+
+One directory per output the paper file declares (`outputs:` of a claim), holding files as the artifact writes them.
+`tests/unit/test_loaders_{module}.py` reads them through each claim's loader.
+
+- `results/results.csv`: written by `reprobook new` as a stand-in. Replace it with a real output and say here where
+  it comes from (the authors' shipped file at `owner/repo@commit:path`, or a run of yours: machine, date, command).
+
+The same directory imports as a run: `reprobook import {paper}/{claim} tests/unit/data/{paper} --machine "..."`.
+"""
+
+
+_VENUE_YEAR = re.compile(r"(.*?)\s*(?:'(\d{2})|((?:19|20)\d{2}))")
+
+
+def year_of(venue: str) -> int | None:
+    """The year ``venue`` ends in (``SOSP 2024``, ``EuroSys '24``), else None.
+
+    >>> year_of("SOSP 2024"), year_of("EuroSys '24"), year_of("USENIX ATC")
+    (2024, 2024, None)
+    """
+    m = _VENUE_YEAR.fullmatch(venue.strip())
+    return None if not m else int(m[3]) if m[3] else 2000 + int(m[2])
+
+
+def house_style(name: str, venue: str, year: int | None) -> tuple[str, str]:
+    """The venue with its year, and the paper's short name as the book writes it: ``Aardvark (USENIX Security '22)``.
+
+    ``venue`` may end in its year (``SOSP 2024``); ``year`` gives it otherwise. Without a year the short name is
+    ``Name (venue)``.
+
+    >>> house_style("Aardvark", "USENIX Security", 2022)
+    ('USENIX Security 2022', "Aardvark (USENIX Security '22)")
+    >>> house_style("Verus", "SOSP 2024", None)
+    ('SOSP 2024', "Verus (SOSP '24)")
+
+    Raises
+    ------
+    ConfigError
+        ``year`` is not the one ``venue`` ends in.
+    """
+    m = _VENUE_YEAR.fullmatch(venue.strip())
+    bare = m[1] if m and m[1] else venue.strip()
+    said = year_of(venue) if m and m[1] else None
+    if year is not None and said is not None and year != said:
+        raise ConfigError(f"the venue {venue!r} says {said} but the year given is {year}: give one of them "
+                          f"(nothing was written)")
+    year = said if year is None else year
+    if year is None:
+        return bare, f"{name} ({bare})" if bare else name
+    return f"{bare} {year}", f"{name} ({bare} '{year % 100:02d})"
+
+
 def _chapter(paper: str, claim: str, title: str, venue: str) -> nbformat.NotebookNode:
     """The paper's chapter page: its words, then the table of its claims made from its paper file."""
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
@@ -146,7 +244,9 @@ def _chapter(paper: str, claim: str, title: str, venue: str) -> nbformat.Noteboo
 
 
 def _notebook(paper: str, claim: str, claim_title: str) -> nbformat.NotebookNode:
-    """The claim's page: its story in Markdown, its parameters, then the same public calls as every claim page."""
+    """The claim's page: its story in Markdown, its parameters, then the same public calls as every claim page,
+    the published numbers cell by cell, and the project's rule on where its checks are judged."""
+    from reprobook.core.rules import SMALL_IMPORT
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [
         md(f"# {claim_title}\n\nReplace with the claim's story in your own words: what the paper measures, on what, "
@@ -169,6 +269,14 @@ def _notebook(paper: str, claim: str, claim_title: str) -> nbformat.NotebookNode
            "shaded what the checks accept), then what the checks compared, point by point, and how each was judged "
            "(folded). On the website this comes right under the verdict."),
         code("rb.evidence(claim, measured, verdict)", metadata={"tags": ["hide-input"]}),
+        md("## Against the paper, number by number\n\nEach published number (and each cell of a published table) "
+           "beside the measured value of the rows it speaks of, their ratio, and the verdict of the check that "
+           "judged it."),
+        code("rb.compare(claim, measured, verdict)", metadata={"tags": ["hide-input"]}),
+        md("## Where the checks are judged\n\n"
+           f"The project's rule: {SMALL_IMPORT}. A run is judged on its machine's facts: those probed on a live "
+           f"host, or those given with `reprobook import --facts FILE` (or `--cores`, `--os`, ...). "
+           f"`reprobook check-paper {paper}` checks this claim against the rule."),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = kernel_metadata()  # as Lab writes it: opening the page changes nothing
@@ -216,11 +324,14 @@ def _one_line(what: str, value: str) -> None:
 
 
 def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str = "", venue: str = "",
-              claim_title: str = "", check: Callable[[Path], Any] | None = None) -> list[Path]:
+              claim_title: str = "", check: Callable[[Path], Any] | None = None, name: str = "",
+              year: int | None = None) -> list[Path]:
     """Write the files of a new paper under the project ``root``; the paths written, in order.
 
-    ``check`` is called with the paper file once everything is written (the command line loads it); if it
-    raises, or writing fails, what was written is removed and ``_toc.yml`` put back.
+    ``name`` is the paper's short name (default: the title's part before its colon, else the id), ``year`` the
+    year it appeared (default: from the end of ``venue``); the chapter's caption and ``short:`` read
+    ``Name (VENUE 'YY)`` (`house_style`). ``check`` is called with the paper file once everything is written (the
+    command line loads it); if it raises, or writing fails, what was written is removed and ``_toc.yml`` put back.
 
     Raises
     ------
@@ -230,15 +341,21 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
     """
     check_id("paper", paper)
     check_id("claim", claim)
-    for what, value in (("title", title), ("venue", venue), ("claim title", claim_title)):
+    for what, value in (("title", title), ("venue", venue), ("claim title", claim_title), ("name", name)):
         _one_line(what, value)
+    if year is not None and not (1950 <= year <= 2100):
+        raise ConfigError(f"the year is the one the paper appeared in, e.g. 2024, not {year} (nothing was written)")
+    if year is not None and not venue.strip():
+        raise ConfigError(f"a year ({year}) without a venue: give the venue too, e.g. --venue 'USENIX ATC' "
+                          f"(nothing was written)")
     root = Path(root)
     _check_paper(root, paper)
     module = _module(paper)
+    name = name or (title.split(":", 1)[0].strip() if ":" in title else "") or paper
+    venue, short = house_style(name, venue, year) if venue else ("replace with the venue and year", name)
     title = title or f"{paper} (replace with the paper's title)"
-    venue = venue or "replace with the venue and year"
     claim_title = claim_title or f"{claim.replace('-', ' ').capitalize()} (replace with the claim's title)"
-    fields = dict(paper=paper, module=module, claim=claim, title=_scalar(title), short=_scalar(paper),
+    fields = dict(paper=paper, module=module, claim=claim, title=_scalar(title), short=_scalar(short),
                   venue=_scalar(venue), claim_title=_scalar(claim_title))
     paper_yaml = PAPER_YAML.format(**fields)
     doc = yaml.safe_load(paper_yaml)   # what is written reads back as given: the values are the YAML library's
@@ -249,6 +366,9 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
         root / "lib" / "reprobook" / "papers" / module / "loaders.py": LOADERS.format(**fields),
         root / "notebooks" / paper / f"{claim}.ipynb": nbformat.writes(_notebook(paper, claim, claim_title)) + "\n",
         root / "book" / paper / "index.ipynb": nbformat.writes(_chapter(paper, claim, title, venue)) + "\n",
+        root / "tests" / "unit" / f"test_loaders_{module}.py": LOADER_TEST.format(**fields),
+        root / "tests" / "unit" / "data" / paper / "results" / "results.csv": "benchmark,value\nsort,2.4\nscan,2.1\n",
+        root / "tests" / "unit" / "data" / paper / "README.md": SAMPLE_README.format(**fields),
     }
     toc_path = root / "_toc.yml"
     if not toc_path.is_file():
@@ -268,7 +388,7 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
                 made.append(d)
             made.append(path)
             path.write_text(text)
-        toc_path.write_text(toc.decode().rstrip("\n") + "\n" + _toc_part(paper, claim, venue))
+        toc_path.write_text(toc.decode().rstrip("\n") + "\n" + _toc_part(paper, claim, short))
         if check is not None:
             check(root / "configs" / "papers" / f"{paper}.yaml")
     except BaseException:
@@ -282,8 +402,8 @@ def new_paper(root: Path, paper: str, *, claim: str = "first-claim", title: str 
     return [*files, toc_path]
 
 
-def _toc_part(paper: str, claim: str, venue: str) -> str:
-    """The ``_toc.yml`` lines of a paper's chapter (appended as text, so the file's comments stay; the caption made
-    by the YAML library)."""
-    return (f"  - caption: {_scalar(f'{paper} ({venue})')}\n    chapters:\n      - file: book/{paper}/index\n"
+def _toc_part(paper: str, claim: str, short: str) -> str:
+    """The ``_toc.yml`` lines of a paper's chapter (appended as text, so the file's comments stay; the caption, the
+    paper's short name in the house style, made by the YAML library)."""
+    return (f"  - caption: {_scalar(short)}\n    chapters:\n      - file: book/{paper}/index\n"
             f"        sections:\n          - file: notebooks/{paper}/{claim}\n")

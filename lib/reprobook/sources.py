@@ -34,7 +34,41 @@ from reprobook.core.runs import Run, RunStore
 
 @dataclass(frozen=True)
 class Outputs:
-    """The files a claim's loader reads, and an honest account of where they came from."""
+    """The files a claim's loader reads, and an honest account of where they came from.
+
+    A loader reads ``files``: for each output the claim declares (``outputs:`` in its paper file, or
+    ``reference:`` for the authors' shipped files), the paths of its files on this machine, sorted. The
+    other fields say where they came from; a loader seldom needs them.
+
+    Attributes
+    ----------
+    claim : str
+        The claim's name, ``paper/claim``.
+    kind : str
+        ``"reference"`` (the authors' shipped outputs), ``"live"`` (a recorded or imported run) or ``"none"``.
+    label : str
+        Where the numbers come from, as the page says it.
+    files : Mapping[str, tuple[Path, ...]]
+        Output name -> its files (an output that matched nothing has an empty tuple).
+    run_id : str or None
+        The run's id (None for shipped outputs).
+    host_facts : Mapping
+        The measured machine's facts ({} for shipped outputs).
+    parameters : Mapping
+        The run's parameters.
+    scale : str or None
+        The run's scale (None for shipped outputs).
+
+    Examples
+    --------
+    A loader's test builds one from a sample file, as a run would hand it over::
+
+        from pathlib import Path
+        from reprobook.sources import Outputs
+        outputs = Outputs(claim="mypaper/speedup", kind="live", label="a sample run",
+                          files={"results": (Path("tests/unit/data/mypaper/results.csv"),)})
+        table = results(outputs)   # the loader, called as reprobook calls it
+    """
 
     claim: str
     kind: str                      # "reference", "live" or "none"
@@ -74,6 +108,7 @@ class Outputs:
         return self.run_id or self.kind
 
     def has(self, name: str) -> bool:
+        """Whether output ``name`` has any file."""
         return bool(self.files.get(name))
 
     def one(self, name: str) -> Path:
@@ -116,7 +151,8 @@ def from_run(claim: Claim, run: Run, *, redact_hosts: bool = False) -> Outputs:
                    {k: tuple(sorted(v)) for k, v in files.items()}, run_id=run.id, names={str(run.path): ""},
                    partial=partial,
                    location="(withheld)" if redact_hosts else f"run {run.id}",
-                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()), host_facts=run_host_facts(run),
+                   shortfalls=tuple(run.manifest.get("requirement_shortfalls") or ()),
+                   host_facts=run_host_facts(run, claim.measured_on),
                    **run_scale(claim, run))
 
 
@@ -163,9 +199,14 @@ def run_scale(claim: Claim, run: Run) -> dict:
             "toolchains": tuple(toolchains_from_log(log))}
 
 
-def run_host_facts(run: Run) -> dict:
-    """The facts probed on a run's host when it was launched ({} when none were: shipped or imported outputs)."""
+def run_host_facts(run: Run, role: str = "") -> dict:
+    """The facts probed on a run's host when it was launched ({} when none were: shipped or imported outputs): the
+    first host of ``role`` (a claim's ``measured_on``: the machine its numbers come from) when the run placed one,
+    else the host reprobook drove. An imported run's facts are the measured machine's, whatever the role."""
     recorded = run.manifest.get("host_facts") or {}
+    placed = ((run.manifest.get("placement") or {}).get("roles") or {}).get(role) if role else None
+    if placed and placed[0] in recorded:
+        return dict(recorded[placed[0]])
     return dict(recorded.get(run.manifest.get("host")) or next(iter(recorded.values()), {}))
 
 
@@ -332,6 +373,43 @@ def readable(claim: Claim, files: Mapping[str, list[Path]], as_given: Mapping[st
                       f"Nothing was imported.")
 
 
+def match_directory(claim: Claim, directory: str | Path, only: str | None = None) -> tuple[dict[str, list[Path]],
+                                                                                          list[str]]:
+    """The files under ``directory`` by the output whose pattern (``glob``) matches each name, and the files no
+    output's pattern matches (relative to ``directory``, sorted). ``only``: every file for that output, if its
+    pattern matches.
+
+    A file two outputs' patterns match goes to the one whose ``path`` its directory lies in; if none or both,
+    `ConfigError` naming the file and the outputs. Symbolic links are not followed (named among the unmatched).
+    """
+    import fnmatch
+    root = Path(directory).expanduser()
+    names = [only] if only else list(claim.outputs)
+    found: dict[str, list[Path]] = {}
+    unmatched: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            path = Path(dirpath) / fname
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink() or not path.is_file():
+                unmatched.append(f"{rel} (a link)" if path.is_symlink() else rel)
+                continue
+            hits = [n for n in names if fnmatch.fnmatchcase(fname, claim.outputs[n].glob or "*")]
+            if len(hits) > 1:
+                parent = Path(rel).parent.as_posix()
+                hits = [n for n in hits if claim.outputs[n].path.strip("/") not in ("", ".")
+                        and f"/{claim.outputs[n].path.strip('/')}/" in f"/{parent}/"] or hits
+            if len(hits) > 1:
+                raise ConfigError(f"{rel} in {directory} matches the patterns of outputs {', '.join(hits)}: import "
+                                  f"it as NAME=PATH")
+            if hits:
+                found.setdefault(hits[0], []).append(path)
+            else:
+                unmatched.append(rel)
+    return found, unmatched
+
+
 def import_files(project: Project, claim: Claim, files, *, machine: str, who: str | None = None, note: str = "",
                  params: Mapping | None = None, facts: Mapping | None = None) -> Run:
     """Record files produced by hand as a run of ``claim`` (see `reprobook.api.import_run`).
@@ -346,6 +424,15 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
     if not machine or not machine.strip():
         raise ConfigError("describe the machine the files come from (machine=…, --machine …): the page shows it "
                           "beside the verdict")
+    unmatched: list[str] = []
+    directory = Path(files).expanduser() if isinstance(files, (str, Path)) else None
+    if directory is not None and directory.is_dir():
+        # one directory: each file to the output whose pattern matches it, keeping its place; the rest named
+        found, unmatched = match_directory(claim, directory)
+        if not found:
+            raise ConfigError(f"no file in {files} matches an output's pattern ("
+                              + "; ".join(f"{n}: {o.glob or '*'}" for n, o in claim.outputs.items()) + ")")
+        files = {name: [directory] for name in found}
     if not isinstance(files, Mapping):
         paths = [files] if isinstance(files, (str, Path)) else list(files)
         if len(claim.outputs) != 1:
@@ -353,29 +440,44 @@ def import_files(project: Project, claim: Claim, files, *, machine: str, who: st
                               f"which, as NAME=PATH")
         files = {next(iter(claim.outputs)): paths}
     resolved: dict[str, list[Path]] = {}
+    relative: dict[str, str] = {}   # a directory's file -> its place under the output
+    given: dict[str, list[str]] = {}
     for name, paths in files.items():
         if name not in claim.outputs:
             raise ConfigError(f"{claim.key} has no output {name!r} (outputs: {', '.join(claim.outputs) or 'none'})")
-        for given in ([paths] if isinstance(paths, (str, Path)) else paths):
-            p = Path(given).expanduser()
+        for g in ([paths] if isinstance(paths, (str, Path)) else paths):
+            p = Path(g).expanduser()
+            if p.is_dir():   # NAME=DIR: the files its pattern matches, each keeping its place in the directory
+                if directory is not None and p == directory:
+                    picked = found
+                else:
+                    picked, _ = match_directory(claim, p, only=name)
+                for f in picked.get(name, ()):
+                    resolved.setdefault(name, []).append(f)
+                    relative[str(f)] = f.relative_to(p).as_posix()
+                    given.setdefault(name, []).append(f"{g}/{relative[str(f)]}")
+                continue
             if not p.is_file():
-                raise ConfigError(f"no such file: {given}")
+                raise ConfigError(f"no such file: {g}")
             resolved.setdefault(name, []).append(p)
+            given.setdefault(name, []).append(str(g))
     if not resolved:
-        raise ConfigError("no files to import")
-    given = {name: [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-             for name, paths in files.items()}
+        raise ConfigError("no files to import" + (f" (no file matches the pattern of {', '.join(files)})"
+                                                   if files else ""))
 
     def check(run_dir: Path, stored: Mapping[str, list[Path]]) -> None:
         # the files as the run will hold them (an archive unpacked once, within its limits), named as given
-        as_given = {str(run_dir / "outputs" / name / Path(g).name): g for name, gs in given.items() for g in gs}
+        as_given = {str(run_dir / "outputs" / name / (relative.get(str(p)) or p.name)): g
+                    for name in resolved for p, g in zip(resolved[name], given[name])}
         readable(claim, {k: sorted(v) for k, v in stored.items()}, as_given)
 
     store = RunStore(project.settings.runs_dir)
     extra = {"host_facts": {"imported": facts}} if facts else {}
+    if unmatched:   # the run says which files of the directory it left out
+        extra["unmatched"] = unmatched
     run = store.import_files(claim, resolved, machine=machine.strip(), who=who or getpass.getuser(), note=note,
                              params=make_plan(claim, params).params, check=check, limits=project.settings.limits,
-                             **extra)
+                             relative=relative, **extra)
     from reprobook.core.provenance import write_for
     write_for(project, run)   # its RO-Crate (not judged yet: a run of the claim's notebook adds the verdict)
     return run

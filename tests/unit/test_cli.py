@@ -11,7 +11,7 @@ from reprobook.cli import build_parser
 
 CLI = [sys.executable, "-m", "reprobook"]
 COMMANDS = ["claims", "run", "runs", "status", "attach", "cancel", "check-host", "trust-host", "book", "import", "plan", "new",
-            "report", "cloudlab", "export"]
+            "check-paper", "reference", "report", "cloudlab", "export"]
 
 
 def test_every_command_has_help():

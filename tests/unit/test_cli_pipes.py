@@ -66,6 +66,8 @@ def _commands(run_id: str, tmp_path) -> dict[str, list[list[str]]]:
         "report": [["report", "aardvark", "--out", str(tmp_path / "report")]],
         "export": [["export", run_id, "-o", str(tmp_path / "run.zip")]],
         "new": [["new", "pipetest"]],
+        "check-paper": [["check-paper", "aardvark"]],
+        "reference": [["reference"]],
         "cloudlab": [["cloudlab", "profile", "pesto/inconsistency"]],
         "book": [["book", "--help"]],   # a real build takes minutes; its progress lines are covered by the book's tests
     }
@@ -102,7 +104,8 @@ def test_every_subcommand_survives_a_reader_that_closes_early(imported_run, tmp_
                     failures.append(f"{what}: {bad!r} on stderr:\n{cut.stderr[-800:]}")
     assert not failures, "\n".join(failures)
     # those whose output was cut (the others report on stderr, or write files, in the cases tried)
-    assert printed >= {"claims", "runs", "status", "plan", "run", "check-host", "import", "cloudlab", "book"}
+    assert printed >= {"claims", "runs", "status", "plan", "run", "check-host", "import", "cloudlab", "book",
+                       "check-paper", "reference"}
 
 
 def _scratch(tmp_path, name="scratch-ref"):

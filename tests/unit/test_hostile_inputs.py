@@ -285,7 +285,9 @@ def project(tmp_path):
 def _new(project: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(project / "lib"), "REPROBOOK_ROOT": str(project),
            "REPROBOOK_RUNS": str(project / "runs")}
-    return subprocess.run(CLI + ["new", *args], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    # no stdin: `new` asks only at a terminal, and a test run from one must not wait for an answer
+    return subprocess.run(CLI + ["new", *args], cwd=project, env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
 
 
 HOSTILE_IDS = ["import", "class", "async", "no", "yes", "on", "off", "true", "null", "nl\n", "pesto", "aardvark"]
@@ -325,9 +327,10 @@ def test_reprobook_new_writes_titles_through_yaml(project):
     assert out.returncode == 0, out.stderr
     import yaml
     doc = yaml.safe_load((project / "configs/papers/toy.yaml").read_text())
-    assert doc["paper"] == {"id": "toy", "title": title, "short": "toy", "venue": venue}
+    # the short name is the title's part before its colon, with the venue (no year at its end: as given)
+    assert doc["paper"] == {"id": "toy", "title": title, "short": f"A\\B ({venue})", "venue": venue}
     toc = yaml.safe_load((project / "_toc.yml").read_text())
-    assert toc["parts"][-1]["caption"] == f"toy ({venue})"
+    assert toc["parts"][-1]["caption"] == f"A\\B ({venue})"
     env = {**os.environ, "PYTHONPATH": str(project / "lib"), "REPROBOOK_ROOT": str(project)}
     claims = subprocess.run(CLI + ["claims", "toy"], env=env, capture_output=True, text=True, timeout=120)
     assert claims.returncode == 0 and "toy/first-claim" in claims.stdout, claims.stderr

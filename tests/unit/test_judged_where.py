@@ -13,10 +13,12 @@ import pytest
 import reprobook as rb
 from reprobook import sources
 from reprobook.core.checks import Verdict, check_claim, applies
+from reprobook.core import rules
 from reprobook.core.config import load_project
 
 SMALL = sources.facts_from_flags(cores=1, os="Debian 12", memory_gib=1.0, smt="on", numa_nodes=1,
                                  physical_cores_per_socket=1)
+assert SMALL == rules.SMALL_MACHINE   # the machine `reprobook check-paper` judges on is the one of these tests
 
 
 def _measured(project, claim):
@@ -36,8 +38,10 @@ def test_a_small_machine_at_rehearsal_scale_judges_only_what_declares_it_may(roo
     seen = {"judged": 0, "not judged": 0}
     for claim in project.all_claims():
         scale = "rehearsal" if "rehearsal" in claim.scales else None
-        v = check_claim(claim, _measured(project, claim), source="imported", scale=scale, host_facts=SMALL,
-                        imported=True)
+        measured = _measured(project, claim)
+        # the rule in the words `reprobook check-paper` and a new paper's page say it
+        assert rules.small_import_problems(claim, measured) == [], claim.key
+        v = check_claim(claim, measured, source="imported", scale=scale, host_facts=SMALL, imported=True)
         specs = [spec for spec in claim.checks if applies(spec, scale)]
         assert len(specs) == len(v.checks), claim.key
         for spec, r in zip(specs, v.checks):
@@ -129,3 +133,20 @@ def test_a_failing_verdict_on_the_authors_files_says_their_files_do_not_support_
     v = rb.check(claim, slow, ref)
     assert v.verdict is Verdict.FAILS
     assert v.reason.startswith("the authors' own files do not support the published numbers: "), v.reason
+
+
+def test_the_rule_names_a_check_a_small_machine_would_judge(root):
+    """`reprobook check-paper`'s rule on a claim that keeps it, and on the same claim whose requires name only
+    commands (not probed on an imported run): each check it would judge is named, with the rule's words."""
+    from reprobook.core.requirements import Requirements
+    claim = next(c for c in load_project(root).all_claims()
+                 if c.requires.get("cores") and not c.measured_on and not c.scales
+                 and any(not (s.needs and s.needs.judged_at) for s in c.checks))
+    assert rules.small_import_problems(claim) == []
+    bare = dataclasses.replace(claim, requires=Requirements(commands=["make"]))
+    problems = rules.small_import_problems(bare)
+    undeclared = [s for s in claim.checks if not (s.needs and s.needs.judged_at)]
+    assert len(problems) == len(undeclared)
+    for spec, problem in zip(undeclared, problems):
+        assert problem.startswith(f"{claim.key}: check {spec.what!r} breaks the rule that {rules.SMALL_IMPORT}")
+        assert "would be judged there" in problem and "requires: {cores: 8" in problem

@@ -29,7 +29,7 @@ import seaborn.objects as so
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from reprobook.core.checks import STATISTICS, matches, trial_rows
+from reprobook.core.checks import STATISTICS, matches, resolve_bound, trial_rows
 from reprobook.core.loaders import column_heading, column_words
 from reprobook.core.config import Claim, PublishedNumber  # noqa: F401
 from reprobook.core.published import published_frame  # noqa: F401  (public here too: the notebooks and tests call plots.published_frame)
@@ -73,16 +73,15 @@ def tolerance(claim: Claim, *, y: str | None = None, x: str | None = None, hue: 
     hue = hue if hue is not None else spec0.get("hue")
     published = {n.id: n for n in claim.published}
 
-    def value(ref):
-        return published[ref["published"]].value if isinstance(ref, dict) or hasattr(ref, "get") else float(ref)
 
     for c in claim.checks:
         o = c.options
         if c.value != y:
             continue
         if c.kind == "in_range" and not any(hasattr(o[k], "get") and "column" in o[k] for k in ("min", "max")):
-            lo, hi = value(o["min"]), value(o["max"])
-            used = {r["published"] for r in (o["min"], o["max"]) if hasattr(r, "get")}
+            lo, hi = resolve_bound(o["min"], published, -1), resolve_bound(o["max"], published, +1)
+            # a published number that is itself a bound needs no marker of its own (one moved by `within` does)
+            used = {r["published"] for r in (o["min"], o["max"]) if hasattr(r, "get") and not r.get("within")}
             label = f"accepted ({lo:g}–{hi:g})"
             select = dict(o.get("select") or {})
             if x and x in select:

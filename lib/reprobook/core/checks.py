@@ -166,24 +166,40 @@ _LABELS = {"type": "object", "additionalProperties": {"type": ["string", "number
 _SELECT = {"type": "object", "additionalProperties": {
     "oneOf": [{"type": ["string", "number", "boolean"]},
               {"type": "array", "items": {"type": ["string", "number", "boolean"]}, "minItems": 1}]}}
+
+
+def _described(fragment: dict, words: str) -> dict:
+    """``fragment`` with its ``description``: what the generated reference (`reprobook.reference`) says of it."""
+    return {**fragment, "description": words}
+
+
 _COMMON = {
-    "kind": {"type": "string"},
-    "what": {"type": "string"},
-    "value": {"type": "string"},
-    "select": _SELECT,
-    "by": {"type": "array", "items": {"type": "string"}},
-    # what the check needs to be judged: scale (a name or a list), machine requirements, why (reprobook.core.scales)
+    "kind": {"type": "string", "description": "The check kind (one of those below)."},
+    "what": {"type": "string", "description": "The check in words, as the verdict table shows it."},
+    "value": {"type": "string", "description": "The measured column the check judges."},
+    "select": _described(_SELECT, "Judge only the rows with these values: {column: value}, a list of values "
+                                  "meaning any of them."),
+    "by": {"type": "array", "items": {"type": "string"},
+           "description": "Columns whose groups are judged separately; the worst group decides."},
     "needs": {"type": "object", "properties": {"scale": {"oneOf": [{"type": "string"}, {
-        "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}}},
-    # repeated trials of one point: the column that numbers them, and the statistic the claim is about
-    "trials": {"type": "string"},
-    "statistic": {"enum": ["mean", "median", "geomean", "hmean"]},
-    # scales besides the paper's at which the check may be judged, on any machine, and why (reprobook.core.scales)
-    "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-    # or the only scales at which the check belongs to the verdict (a check of a rehearsal's own pipeline: its
-    # readings agree); at the others it is left out, not inconclusive (reprobook.core.scales)
-    "only_at": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-    "why": {"type": "string", "minLength": 1},
+        "type": "array", "items": {"type": "string"}, "minItems": 1}]}, "why": {"type": "string"}},
+              "description": "What the check needs to be judged, besides the claim's requires: a scale (a name or a "
+                             "list), machine requirements by name (cores: 32), and why. Judged on the facts of the "
+                             "host that ran the measurement (or those an import gave)."},
+    "trials": {"type": "string", "description": "The column numbering repeated trials of one point: the check "
+                                                "judges a bootstrap interval of its margin and holds or fails only "
+                                                "when the whole interval does."},
+    "statistic": {"enum": ["mean", "median", "geomean", "hmean"],
+                  "description": "The statistic of a point's trials the claim is about (default mean)."},
+    "judged_at": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                  "description": "Scales at which the check may be judged on any machine, besides the paper's "
+                                 "on a machine meeting the claim's requires (with why); [paper]: the paper's scale "
+                                 "on any machine (two systems measured side by side)."},
+    "only_at": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                "description": "The only scales at which the check belongs to the verdict (a check of a "
+                               "rehearsal's own pipeline); elsewhere it is left out (with why)."},
+    "why": {"type": "string", "minLength": 1,
+            "description": "Why the comparison means something at the scales of judged_at or only_at."},
 }
 _TARGETS = ("target", "target_published", "target_rows", "target_column")
 
@@ -282,10 +298,16 @@ def validate(raw: Mapping, *, file, key: str, published: Iterable[str]) -> Check
 
 # --------------------------------------------------------------------------- helpers
 
-def _resolve(ref: Any, published: Mapping[str, PublishedNumber]) -> float:
+def resolve_bound(ref: Any, published: Mapping[str, PublishedNumber], sign: int = 0) -> float:
+    """A bound or target as one number: a literal, a published number, or (``within``) a published number moved by
+    that fraction of itself, down for a lower bound (``sign`` -1) and up for an upper one (+1)."""
     if isinstance(ref, Mapping):
-        return published[ref["published"]].value
+        value = published[ref["published"]].value
+        return value + sign * float(ref.get("within", 0)) * abs(value)
     return float(ref)
+
+
+_resolve = resolve_bound
 
 
 def _key(value) -> str:
@@ -500,11 +522,12 @@ def _bound_of(ref, rows: pd.DataFrame, published, slack: float, sign: int):
     if isinstance(ref, Mapping) and "column" in ref:
         b = rows[ref["column"]].astype(float)
         return b + sign * slack * b.abs()
-    b = _resolve(ref, published)
+    b = _resolve(ref, published, sign)
     return b + sign * slack * abs(b)
 
 
 def _bounds(spec, rows, data, published):
+    """Each value within its bounds (at_least: min; at_most: max; in_range: both)."""
     o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
     for ref in (o.get("min"), o.get("max")):
         if isinstance(ref, Mapping) and "column" in ref and ref["column"] not in rows.columns:
@@ -545,29 +568,43 @@ def _bounds(spec, rows, data, published):
     return _finish(spec, ev, margins, describe_rows, undefined)
 
 
-_BOUND = {"oneOf": [*_NUMBER_OR_REF["oneOf"],
+_RELATIVE = {"type": "object", "additionalProperties": False, "required": ["published", "within"],
+             "properties": {"published": {"type": "string"}, "within": {"type": "number", "minimum": 0}}}
+_BOUND_WORDS = ("a number, {published: id} (a published number, or a cell of a published table), "
+                "{published: id, within: 0.1} (10 % below the published value for a lower bound, above it for an "
+                "upper one), or {column: name} (each row bounded by another reading of itself)")
+_BOUND = {"oneOf": [*_NUMBER_OR_REF["oneOf"], _RELATIVE,
                     {"type": "object", "additionalProperties": False, "required": ["column"],
                      "properties": {"column": {"type": "string"}}}]}
-# min/max: a number, {published: id}, or {column: name} (each row bounded by another reading of itself); slack
-# widens every bound by that fraction of itself
-_SLACK = {"slack": {"type": "number", "minimum": 0}}
-kind("at_least", options={"min": _BOUND, **_SLACK}, required=("min",))(_bounds)
-kind("at_most", options={"max": _BOUND, **_SLACK}, required=("max",))(_bounds)
-kind("in_range", options={"min": _BOUND, "max": _BOUND, **_SLACK}, required=("min", "max"))(_bounds)
+_SLACK = {"slack": {"type": "number", "minimum": 0,
+                    "description": "Widen every bound by this fraction of itself (0.05: 5 % of room)."}}
+kind("at_least", options={"min": _described(_BOUND, f"The lower bound: {_BOUND_WORDS}."), **_SLACK},
+     required=("min",))(_bounds)
+kind("at_most", options={"max": _described(_BOUND, f"The upper bound: {_BOUND_WORDS}."), **_SLACK},
+     required=("max",))(_bounds)
+kind("in_range", options={"min": _described(_BOUND, f"The lower bound: {_BOUND_WORDS}."),
+                          "max": _described(_BOUND, f"The upper bound: {_BOUND_WORDS}."), **_SLACK},
+     required=("min", "max"))(_bounds)
 
 _TARGET_OPTIONS = {
-    "target": _NUMBER_OR_REF,
-    "target_published": {"type": "boolean"},
-    "target_rows": _LABELS,
-    "target_column": {"type": "string"},
+    "target": _described(_NUMBER_OR_REF, "One target for every row: a number or {published: id}."),
+    "target_published": {"type": "boolean", "description": "true: each row's target is the published number (or "
+                         "published table cell) whose labels match the row's values."},
+    "target_rows": _described(_LABELS, "The target is other measured rows, {column: value} (the baseline's), "
+                                       "paired with each group of by."),
+    "target_column": {"type": "string", "description": "The target is another column of the same row (two "
+                                                       "readings of one thing)."},
     # with target_rows: judge the groups both sides have (a claim "for the operations both have"); the others are
     # named in the reason as not compared. Without it, a group with nothing to compare with makes the check
     # inconclusive, naming the group: never dropped without a word.
-    "only_paired": {"type": "boolean"},
+    "only_paired": {"type": "boolean", "description": "With target_rows: judge only the groups both sides have, "
+                                                     "naming the others as not compared (default: a group with no "
+                                                     "counterpart makes the check inconclusive)."},
 }
 
 
-@kind("close_to", options={**_TARGET_OPTIONS, "rel_tol": {"type": "number", "exclusiveMinimum": 0}},
+@kind("close_to", options={**_TARGET_OPTIONS, "rel_tol": {"type": "number", "exclusiveMinimum": 0, "description":
+                                                 "The relative tolerance, a fraction (0.1: within ±10 %)."}},
       required=("rel_tol",), one_of=_TARGETS)
 def _close_to(spec, rows, data, published):
     """Each value within a relative tolerance of its target."""
@@ -590,7 +627,8 @@ def _close_to(spec, rows, data, published):
     return _noting_unpaired(_finish(spec, ev, margins, describe, undefined), ev)
 
 
-@kind("within_factor", options={**_TARGET_OPTIONS, "factor": {"type": "number", "minimum": 1}},
+@kind("within_factor", options={**_TARGET_OPTIONS, "factor": {"type": "number", "minimum": 1, "description":
+                                                      "The factor allowed either way (1.5: from 2/3 to 1.5 times)."}},
       required=("factor",), one_of=_TARGETS)
 def _within_factor(spec, rows, data, published):
     """Each value within a factor of its target, either way."""
@@ -613,8 +651,9 @@ def _within_factor(spec, rows, data, published):
     return _noting_unpaired(_finish(spec, ev, pd.Series(margins, index=ev.index), describe, undefined), ev)
 
 
-@kind("rank_order", options={"across": {"type": "string"},
-                             "order": {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2}},
+@kind("rank_order", options={"across": {"type": "string", "description": "The column whose groups are ranked."},
+                             "order": {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2,
+                                       "description": "The groups' values of across, smallest value first."}},
       required=("across", "order"))
 def _rank_order(spec, rows, data, published):
     """The groups of ``across`` rank in ``order``, smallest value first."""
@@ -642,10 +681,15 @@ def _rank_order(spec, rows, data, published):
     return _finish(spec, ev, margins, describe)
 
 
-@kind("grows_with", options={"x": {"type": "string"},
-                             "min_gain": {"type": "number", "exclusiveMinimum": 0},
-                             "max_gain": {"type": "number", "exclusiveMinimum": 0},
-                             "from": {"type": ["number", "string"]}, "to": {"type": ["number", "string"]}},
+@kind("grows_with", options={"x": {"type": "string", "description": "The column that grows (cores, clients)."},
+                             "min_gain": {"type": "number", "exclusiveMinimum": 0, "description":
+                                          "The least gain, value at to over value at from (default 1: no loss)."},
+                             "max_gain": {"type": "number", "exclusiveMinimum": 0,
+                                          "description": "The greatest gain allowed."},
+                             "from": {"type": ["number", "string"], "description": "The x the gain starts at "
+                                      "(default: the smallest measured); a run without it is not judged at another."},
+                             "to": {"type": ["number", "string"], "description": "The x the gain ends at (default: "
+                                    "the largest measured)."}},
       required=("x",))
 def _grows_with(spec, rows, data, published):
     """Value at ``to`` (default: the largest ``x``) over value at ``from`` (the smallest): within the gains.
@@ -733,9 +777,16 @@ def _partial(spec: CheckSpec, result: CheckResult, skipped: list[tuple[str, str]
     return dataclasses.replace(result, reason=f"{result.reason}; {words}")
 
 
-@kind("ratio", options={"numerator": _LABELS, "denominator": _LABELS,
-                        "min": _NUMBER_OR_REF, "max": _NUMBER_OR_REF,
-                        "aggregate": {"enum": ["mean", "median", "geomean"]}},
+@kind("ratio", options={"numerator": _described(_LABELS, "The rows on top, {column: value}: their mean."),
+                        "denominator": _described(_LABELS, "The rows below, {column: value}: their mean."),
+                        "min": _described({"oneOf": [*_NUMBER_OR_REF["oneOf"], _RELATIVE]},
+                                          "The ratio's lower bound: a number, {published: id}, or {published: id, "
+                                          "within: 0.1} (10 % below it). No slack: write the bound you mean."),
+                        "max": _described({"oneOf": [*_NUMBER_OR_REF["oneOf"], _RELATIVE]},
+                                          "The ratio's upper bound: a number, {published: id}, or {published: id, "
+                                          "within: 0.1} (10 % above it)."),
+                        "aggregate": {"enum": ["mean", "median", "geomean"], "description":
+                                      "Judge one statistic of the groups' ratios (with by), not each group."}},
       required=("numerator", "denominator"), any_of=("min", "max"))
 def _ratio(spec, rows, data, published):
     """The mean of the ``numerator`` rows over the mean of the ``denominator`` rows, within bounds.
@@ -745,8 +796,8 @@ def _ratio(spec, rows, data, published):
     """
     o, v, by = spec.options, spec.value, list(spec.options.get("by") or [])
     num, den = dict(o["numerator"]), dict(o["denominator"])
-    lo = _resolve(o["min"], published) if "min" in o else None
-    hi = _resolve(o["max"], published) if "max" in o else None
+    lo = _resolve(o["min"], published, -1) if "min" in o else None
+    hi = _resolve(o["max"], published, +1) if "max" in o else None
     for col in {*num, *den}:
         if col not in rows.columns:
             return _inconclusive(spec, f"the measured data has no column {col!r}")
@@ -800,7 +851,8 @@ def _aggregate(spec: CheckSpec, ev: pd.DataFrame, lo, hi, what: str, undefined: 
                        f"{ratios.min():.3g} to {ratios.max():.3g}", margin, ev.reset_index(drop=True))
 
 
-@kind("count", options={"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
+@kind("count", options={"min": {"type": "integer", "minimum": 0, "description": "The fewest distinct values."},
+                        "max": {"type": "integer", "minimum": 0, "description": "The most distinct values."}},
       any_of=("min", "max"))
 def _count(spec, rows, data, published):
     """The number of distinct values of ``value`` among the selected rows, within bounds."""
@@ -1155,6 +1207,37 @@ def _rows_for(spec: CheckSpec, trials: pd.DataFrame, measured: pd.DataFrame) -> 
     return trials if trials is measured or _columns_of(spec) <= set(trials.columns) else measured
 
 
+def unmatched_labels(published: Iterable[PublishedNumber], measured: pd.DataFrame) -> list[str]:
+    """The row labels of the published tables that no measured row has but one nearly has, one sentence each.
+
+    A label misspelt in the paper file (``memcache`` for ``memcached``, ``tpcc`` for ``TPCC``) would otherwise
+    leave its published numbers out of every comparison without a word; the page shows these beside the verdict.
+    A label far from every measured value is a row this run did not measure (a table shared by several claims,
+    a system run elsewhere), not a misspelling, and is not named.
+    """
+    import difflib
+    out = []
+    seen: set[tuple] = set()
+    for n in published:
+        for col, val in n.labels.items():
+            if not n.table or col == n.column_label or col not in measured.columns or isinstance(val, (int, float)):
+                continue
+            if (n.table, col, val) in seen:
+                continue
+            seen.add((n.table, col, val))
+            have = {_key(v): str(v) for v in measured[col].dropna().unique()}
+            if _key(val) in have:
+                continue
+            folded = {k.casefold(): v for k, v in have.items()}
+            near = ([folded[str(val).casefold()]] if str(val).casefold() in folded else
+                    [have[k] for k in difflib.get_close_matches(str(val), list(have), n=1, cutoff=0.75)])
+            if near:
+                out.append(f"published table {n.table!r}: no measured row has {col} {val!r} (the run has "
+                           f"{near[0]!r}): a label misspelt in the paper file? Its published numbers are compared "
+                           f"with nothing")
+    return out
+
+
 def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
                 published: Mapping[str, PublishedNumber] | None = None, not_run_reason: str | None = None,
                 warnings: Iterable[str] = (), scale: str | None = None,
@@ -1189,9 +1272,13 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     # files of one run that disagree (a loader's consistency check): evidence about the artifact, shown with the
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
+    if not scale or scale == "paper":   # a rehearsal measures fewer rows on purpose
+        warnings = (*warnings, *unmatched_labels(claim.published, measured))
     trials = trial_rows(measured)
+    # the machine the numbers come from: the measured role's (its requires), else the claim's one host
+    requires = claim.role(claim.measured_on).requires if claim.measured_on else claim.requires
     results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
-                            claim.requires, imported)
+                            requires, imported)
                     for spec in claim.checks if applies(spec, scale))
     if missing:
         results = tuple(_on_partial(r, missing) for r in results)

@@ -199,6 +199,9 @@ class Claim:
     # the machine the authors measured on, as the paper file states it (the paper's, then the claim's, key by key);
     # a run's host is compared with it (reprobook.core.requirements.differences)
     authors_machine: Mapping[str, Any] = field(default_factory=dict)
+    # the role whose machine the numbers come from, when not the driven host ("": the control role's host); its
+    # facts and its role's requires are what the checks are judged on
+    measured_on: str = ""
     # scales (named parameter sets: paper, rehearsal), source constants set from the parameters, and the
     # deviations from the guide a parameter set makes (see reprobook.core.scales)
     scales: Mapping[str, Any] = field(default_factory=dict)
@@ -354,6 +357,7 @@ def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
                       where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)),
+                      scales_with=tuple(s.get("scales_with") or ()),
                       packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()))
                  for s in items or ())
 
@@ -374,6 +378,10 @@ def _roles(raw: Mapping | None, claim_reqs: Requirements, *, file, key: str) -> 
 def _check_roles(claim: "Claim", c: Mapping, file, where: str) -> None:
     """Every role a step or output names is one of the claim's; a sweep step has axes to sweep."""
     known = set(claim.roles) or {CONTROL}
+    if claim.measured_on and claim.measured_on not in known:
+        raise ConfigError(f"no role {claim.measured_on!r} in this claim (roles: {', '.join(sorted(known))}): "
+                          f"measured_on names the role whose machine the numbers come from", file=file,
+                          key=f"{where}.measured_on")
     for part in ("setup", "run"):
         for j, s in enumerate(c.get(part) or ()):
             if s.get("role") and s["role"] not in known:
@@ -497,7 +505,7 @@ def _check_scales(claim: "Claim", c: Mapping, file, where: str) -> None:
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
                                   file=file, key=f"{where}.checks[{j}].needs.scale")
         for s in (spec.needs.judged_at if spec.needs else ()):
-            if s not in claim.scales:
+            if s not in claim.scales and s != "paper":   # every claim has the paper's scale, scales or not
                 raise ConfigError(f"no scale {s!r} in this claim (scales: {', '.join(claim.scales) or 'none'})",
                                   file=file, key=f"{where}.checks[{j}].judged_at")
 
@@ -585,7 +593,10 @@ def _read_paper(path: Path, *, cache: Path | None = None, text: str | None = Non
                                   file=path, key=f"{where}.reference.{name}")
         params = {}
         for k, v in (c.get("parameters") or {}).items():
-            default = v["default"]
+            if "default" not in v and not v.get("required"):
+                raise ConfigError("required key is missing (a parameter without a default says required: true)",
+                                  file=path, key=f"{where}.parameters.{k}.default")
+            default = v.get("default", "")
             if isinstance(default, list):
                 if len({type(x) for x in default}) > 1 and not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                                    for x in default):
@@ -596,7 +607,7 @@ def _read_paper(path: Path, *, cache: Path | None = None, text: str | None = Non
                 raise ConfigError("a parameter whose value comes from the cluster takes a string (its default: "
                                   "\"\" for the cluster's)", file=path, key=f"{where}.parameters.{k}.from_cluster")
             params[k] = Parameter(k, default, v["help"], _pattern(v, k, default, file=path, where=where),
-                                  v.get("from_cluster", ""))
+                                  v.get("from_cluster", ""), bool(v.get("required", False)))
         scales, patches, deviations, patch_setup = _scales(c, params, file=path, where=where)
         for j, name in enumerate(c.get("repositories") or ()):
             if name not in repos:
@@ -621,7 +632,7 @@ def _read_paper(path: Path, *, cache: Path | None = None, text: str | None = Non
             published_from_reference=bool(c.get("published_from_reference", False)),
             reference_verdict=c.get("reference_verdict"),
             authors_machine=_frozen({**(data.get("authors_machine") or {}), **(c.get("authors_machine") or {})}),
-            scales=_frozen(scales), patches=patches, deviations=deviations,
+            scales=_frozen(scales), patches=patches, deviations=deviations, measured_on=c.get("measured_on", ""),
         )
         variants = _variants(c, claim, machine, setup + patch_setup, repos, file=path, where=where)
         if variants:
@@ -736,7 +747,8 @@ def _expand_table(t: Mapping, path: Path, where: str) -> tuple[PublishedNumber, 
             source=target.source, precision=target.precision,
             what=f"{t.get('what', t['id'])}: " + ", ".join(f"{k}={v}" for k, v in lab.items())
                  + ("" if col_label else f", {col}"),
-            labels=_frozen(lab), measure="" if col_label else str(col), table=t["id"], sources=tuple(values)))
+            labels=_frozen(lab), measure="" if col_label else str(col), table=t["id"], sources=tuple(values),
+            column_label=col_label or ""))
     return tuple(out)
 
 

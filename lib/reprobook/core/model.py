@@ -43,6 +43,7 @@ class Step:
     where: str = "host"    # "guest": run on the claim's guest, through the host (see reprobook.remote.steps)
     role: str = ""         # the role whose hosts run it ("": the control role; see reprobook.remote.placement)
     sweep: bool = False    # run once per point of the claim's sweep (see reprobook.sweeps)
+    scales_with: tuple[str, ...] = ()   # number parameters its expected_minutes are proportional to (at their defaults)
     # the packages it installs, by OS release: (("Debian 12", (name, ...)), ...), in the paper file's order; the step's
     # shell gets rb_packages (reprobook.remote.steps), and the role's os requirement names only these releases
     packages: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -86,6 +87,7 @@ class PublishedNumber:
     measure: str = ""
     table: str = ""
     sources: tuple[PublishedValue, ...] = ()
+    column_label: str = ""   # of a table's cell: the label its columns stand for (the others label its rows)
 
     @property
     def read_off_figure(self) -> bool:
@@ -124,6 +126,8 @@ class Parameter:
     from_cluster: str = ""
     """``cloudlab.experiment`` ...: a live run on a cluster that records it takes its value from there unless given
     (`reprobook.core.plan.cluster_values`)."""
+    required: bool = False
+    """A live run is refused until it is given (`reprobook.core.plan.make_plan`)."""
 
 
 PRESENTATIONS = ("plot", "table", "both")

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from reprobook.errors import ConfigError
+
 if TYPE_CHECKING:
     from reprobook.core.config import Claim, Paper
 
@@ -97,11 +99,23 @@ class RunPlan:
                 elif scale is not None and scale.expected_minutes is not None:
                     continue   # the scale's figure is a whole run's: it says nothing of one step
                 elif step is not None:
-                    total += step.expected_minutes * times
+                    total += step.expected_minutes * times * self._proportion(step.scales_with, {})
             return total
         if scale is not None and scale.expected_minutes is not None:
-            return scale.expected_minutes
-        return sum(s.expected_minutes * (points if s.sweep else 1) for s in (*c.setup, *c.run))
+            return scale.expected_minutes * self._proportion(scale.scales_with, scale.values)
+        return sum(s.expected_minutes * (points if s.sweep else 1) * self._proportion(s.scales_with, {})
+                   for s in (*c.setup, *c.run))
+
+    def _proportion(self, names, at: Mapping[str, Any]) -> float:
+        """This plan's values of the number parameters ``names`` over those an estimate was given for (``at``, else
+        the defaults), multiplied: twice the trials, twice the minutes."""
+        out = 1.0
+        for n in names:
+            p = self.claim.parameters.get(n)
+            base, value = at.get(n, p.default if p is not None else None), self.params.get(n)
+            if isinstance(base, (int, float)) and isinstance(value, (int, float)) and base > 0:
+                out *= float(value) / float(base)
+        return out
 
     @property
     def expected_source(self) -> str:
@@ -202,6 +216,11 @@ def make_plan(claim: "Claim", params: Mapping | None = None, *, paper: "Paper | 
     """
     asked = dict(params or {})
     resolved = resolve(claim, asked)
+    missing = [p for k, p in claim.parameters.items() if p.required and resolved.get(k) in (None, "")]
+    if missing and source == "live":
+        raise ConfigError(f"{claim.key} needs " + "; ".join(f"{p.name} ({p.help})" for p in missing)
+                          + ": give " + " ".join(f"-p {p.name} VALUE" for p in missing)
+                          + " (a notebook's parameters cell, or the panel's field)", key=missing[0].name)
     if claim.scales:   # the claim as it runs at the chosen scale (its own roles, inputs or steps, when it has them)
         claim = claim.at_scale(str(resolved["scale"]))
     steps: list[tuple[str, str, str]] = []

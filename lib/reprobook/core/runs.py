@@ -40,7 +40,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from reprobook.core.config import Claim
 from reprobook.core.plan import make_plan
@@ -377,7 +377,8 @@ class RunStore:
             yield run
 
     def import_files(self, claim: Claim, files: dict[str, list[Path]], *, machine: str, who: str, note: str = "",
-                     params: dict | None = None, check=None, limits=None, **fields: Any) -> Run:
+                     params: dict | None = None, check=None, limits=None, relative: Mapping[str, str] | None = None,
+                     **fields: Any) -> Run:
         """A run made of files produced by hand: copied under ``outputs/<name>/``, checksummed, status succeeded.
 
         The run is made aside (in the store's ``.staging/``) and appears whole, or not at all: a refusal, an
@@ -386,7 +387,8 @@ class RunStore:
         with the archives inside it, under ``outputs/<name>/<archive name>/``: each of its files is recorded
         like a copied one (``archive`` names the archive it came from), and later evaluations read them as they
         are. ``check(run_dir, files)``, given the stored files of each output, may refuse them by raising.
-        ``fields`` go into the manifest as they are (e.g. ``host_facts``).
+        ``fields`` go into the manifest as they are (e.g. ``host_facts``). ``relative`` maps a file (as given) to
+        the path it keeps under its output (a directory's files keep their places in it); default: its name.
         """
         from reprobook import __version__
         from reprobook.core import archives
@@ -408,9 +410,11 @@ class RunStore:
                 dest = aside / "outputs" / output
                 dest.mkdir(parents=True, exist_ok=True)
                 for src in paths:
-                    target = dest / Path(src).name
+                    target = dest / (relative or {}).get(str(src), Path(src).name)
                     if target.exists():
-                        raise ConfigError(f"two files named {Path(src).name!r} for output {output!r}")
+                        raise ConfigError(f"two files named {target.relative_to(dest).as_posix()!r} for output "
+                                          f"{output!r}")
+                    target.parent.mkdir(parents=True, exist_ok=True)
                     if archives.is_archive(src):
                         unpacked = archives.unpack(src, target, budget=budget)
                         archive = {"name": Path(src).name, "size": Path(src).stat().st_size,

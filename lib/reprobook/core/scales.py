@@ -105,6 +105,7 @@ class Scale:
     about: str
     values: Mapping[str, Any] = field(default_factory=dict)
     expected_minutes: float | None = None   # a live run at this scale, when no recorded run says (the paper file's)
+    scales_with: tuple[str, ...] = ()       # number parameters that figure is proportional to (at the scale's values)
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def template_names(line: str) -> list[str]:
                           f"literal brace as {{{{ or }}}}") from None
 
 
-def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: str) -> dict[str, Scale]:
+def parse_scales(raw: Mapping | None, parameters: Mapping[str, Any], *, file, key: str) -> dict[str, Scale]:
     """A claim's ``scales:`` -> `Scale` by name (``paper`` first); values must name the claim's parameters."""
     if not raw:
         return {}
@@ -299,8 +300,13 @@ def parse_scales(raw: Mapping | None, parameters: Iterable[str], *, file, key: s
                                   file=file, key=f"{key}.{name}.values.{p}")
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in (s.get("values") or {}).items()}  # sweep axes
         minutes = s.get("expected_minutes")
+        for j, p in enumerate(s.get("scales_with") or ()):
+            default = parameters[p].default if p in known else None
+            if isinstance(default, bool) or not isinstance(default, (int, float)):
+                raise ConfigError(f"{p!r} is not a number parameter of this claim (the time scales with a count: "
+                                  f"trials, iterations)", file=file, key=f"{key}.{name}.scales_with[{j}]")
         out[name] = Scale(name, " ".join(str(s.get("about", "")).split()), MappingProxyType(values),
-                          float(minutes) if minutes is not None else None)
+                          float(minutes) if minutes is not None else None, tuple(s.get("scales_with") or ()))
     return out
 
 
