@@ -150,9 +150,9 @@ def _nested(node: Any, path: str, defs: dict) -> Iterator[tuple[str, dict]]:
 
 
 def _table(props: dict, required: list, defs: dict) -> list[str]:
-    lines = ["| key | holds | | what it means |", "|---|---|---|---|"]
+    lines = ["| key | holds | required | what it means |", "|---|---|---|---|"]
     for key, sub in props.items():
-        lines.append(f"| `{key}` | {_cell(_type_words(sub, defs))} | {'required' if key in required else ''} | "
+        lines.append(f"| `{key}` | {_cell(_type_words(sub, defs))} | {'yes' if key in required else ''} | "
                      f"{_cell(sub.get('description', ''))} |")
     return lines
 
@@ -209,9 +209,9 @@ def check_kinds() -> str:
         if "slack" not in own:
             out += [f"It takes no `slack`: write the bound you mean.", ""] if any(o in own for o in ("min", "max")) \
                 else []
-        out += ["| option | holds | | what it means |", "|---|---|---|---|"]
+        out += ["| option | holds | required | what it means |", "|---|---|---|---|"]
         for opt, frag in own.items():
-            flag = "required" if opt in k.required else ""
+            flag = "yes" if opt in k.required else ""
             out.append(f"| `{opt}` | {_cell(_type_words(frag, {}))} | {flag} | {_cell(frag.get('description', ''))} |")
         out.append("")
     return "\n".join(out)
