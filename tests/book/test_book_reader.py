@@ -147,13 +147,14 @@ def test_no_literal_backtick_pair_in_any_pages_text(site):
     assert not found, found
 
 
-# Each word of a table cell's text (a number, a name, a word and the hyphen or slash after it) drawn on one line:
+# Each word of a table cell's text (a number, a name, a word and the hyphen, slash or dash after it: a range such as
+# 1,000–3,000 may break after its dash, as text breaks after a hyphen) drawn on one line:
 # a word whose pieces lie on two lines was broken inside it ("1" over "0", "publis/hed").
 _BROKEN_WORDS_JS = """() => { const broken = [];
     for (const cell of document.querySelectorAll("article td, article th")) {
         const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
         for (let node = walk.nextNode(); node; node = walk.nextNode()) {
-            for (const m of node.data.matchAll(/[^\\s\\-\\/\u2014]+[\\-\\/\u2014]?/g)) {
+            for (const m of node.data.matchAll(/[^\\s\\-\\/\u2013\u2014]+[\\-\\/\u2013\u2014]?/g)) {
                 const r = document.createRange();
                 r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
                 const lines = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.bottom)));
