@@ -54,7 +54,7 @@ _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?$", re
 
 
 @pytest.fixture(scope="module")
-def nr(tmp_path_factory):
+def nr_host(tmp_path_factory):
     if os.environ.get("REPROBOOK_LIVE_VERUS_NR") != "1":
         pytest.skip("opt-in: `make live-verus-nr` builds Verus-NR and NR and runs them (about 15 minutes)")
     if os.geteuid() != 0:
@@ -75,14 +75,20 @@ def nr(tmp_path_factory):
                                   "git_url_rewrites": {"https://github.com/": f"{GIT_MIRROR}/"},
                                   "env": {"CARGO_HOME": str(LIVE_DIR / "cargo-home"), "RUSTUP_AUTO_INSTALL": "0"}}}}
         (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
-        # the runs go to the project's run store, so that `make book` afterwards shows the run on the claim's page
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("REPROBOOK_ROOT", str(ROOT))
             mp.setenv("REPROBOOK_HOSTS", str(tmp / "hosts.yaml"))
             mp.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
             mp.delenv("REPROBOOK_VERDICT_FILE", raising=False)
-            mp.delenv("REPROBOOK_RUNS", raising=False)  # the project's run store, not the test's own
             yield {"workdir": workdir, "tmp": tmp}
+
+
+@pytest.fixture
+def nr(nr_host, monkeypatch):
+    # the runs go to the project's run store, not the test's own: set up after tests/conftest.py's autouse
+    # `_isolated`, which points REPROBOOK_RUNS at each test's temporary directory
+    monkeypatch.delenv("REPROBOOK_RUNS", raising=False)
+    return nr_host
 
 
 def _newest(store, claim, **want):
@@ -114,7 +120,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
     t0 = time.monotonic()
     out = nr["tmp"] / "node-replication.ipynb"
     pm.execute_notebook(str(ROOT / "notebooks" / "verus" / "node-replication.ipynb"), str(out),
-                        parameters={"source": "live", "host": HOST, "scale": "rehearsal"},
+                        parameters={"source": "live", "host": HOST, "scale": "rehearsal", "new_run": True},
                         cwd=str(ROOT / "notebooks" / "verus"), progress_bar=False, kernel_name="python3")
     notebook_s = time.monotonic() - t0
     run = _newest(store, claim)
@@ -135,7 +141,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
 
     # the job's log: every step ran, the toolchain named, both implementations at each point
     log = (nr["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
-    names = {k: v for k, v in _STEP.findall(log)}
+    names = {k.split("/")[0]: v for k, v in _STEP.findall(log)}   # "4/5" -> "4", as _DONE numbers them
     secs = {k: int(v) for k, v in _DONE.findall(log)}
     assert "### reprobook: all steps done" in log
     assert re.search(r"### reprobook toolchain: rust: rustc 1\.\d+", log), log[-3000:]
@@ -173,7 +179,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
     ratios = {(w, t): mean["Verus-NR", w, t] / mean["NR", w, t] for (s, w, t) in mean if s == "Verus-NR"}
     margin = min(2 / max(r, 1 / r) - 1 for r in ratios.values())
     verdict = api.check(claim, measured, from_run(claim, run))
-    side, ironsync, scaling = verdict.results
+    side, ironsync, scaling = verdict.checks
     assert "cannot be judged" not in side.reason and side.margin == pytest.approx(margin, abs=1e-9), side.reason
     assert side.verdict.value in ("holds", "inconclusive") if margin > 0 else side.verdict.value in ("fails", "inconclusive")
     assert ironsync.verdict.value == "inconclusive" and "a rehearsal does not run IronSync-NR" in ironsync.reason
@@ -187,12 +193,12 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
     assert "Scale of the run: <b>rehearsal</b>" in page
     assert "IronSync-NR is not run" in page and "normal 4 KiB pages" in page
 
-    # the command line reuses the recorded run: nothing runs on the host again
+    # the command line judges the recorded run again: nothing runs on the host again
     before = (nr["workdir"] / ".reprobook" / "runs" / run.id / "log").stat().st_mtime_ns
     ids = sorted(r.id for r in store.runs(claim))
     t1 = time.monotonic()
-    cli = subprocess.run(REPROBOOK + ["run", CLAIM, "--source", "live", "--host", HOST, "-p", "scale", "rehearsal",
-                                      "-q"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    cli = subprocess.run(REPROBOOK + ["run", CLAIM, "--source", run.id, "-p", "scale", "rehearsal", "-q"],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
     cli_s = time.monotonic() - t1
     assert f"{CLAIM}: {expected.upper()}" in cli.stdout, cli.stdout + cli.stderr
     assert sorted(r.id for r in store.runs(claim)) == ids
@@ -221,6 +227,8 @@ def test_huge_pages_are_reserved_only_for_the_run_and_given_back(nr):
                                       "-p", "repetitions", "1", "--new", "-q"],
                          capture_output=True, text=True, timeout=1800, cwd=ROOT)
     assert HUGE.read_text() == before, "the run did not give its huge pages back"
+    runs = [r for r in store.runs(claim) if r.manifest.get("parameters", {}).get("pages") == "huge"]
+    assert runs, f"no run with pages=huge was recorded: {cli.stdout}{cli.stderr}"
     run = _newest(store, claim, pages="huge")
     log = (nr["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
     assert f"1 GiB huge pages given back: {before.strip()} reserved, as before the run" in log, log[-3000:]
