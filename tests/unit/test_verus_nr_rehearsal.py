@@ -1,9 +1,9 @@
 """verus/node-replication at rehearsal scale: what it changes, and how its real outputs are read and judged.
 
 The recorded patch is applied to the two files as the git mirror holds them at the guide's commit. The sample in
-``tests/unit/data/verus-nr/`` is real: the JSON records ``benchmarks/verified`` (Verus-NR) and
+``tests/unit/data/verus-nr/`` is real and whole: the JSON records ``benchmarks/verified`` (Verus-NR) and
 ``benchmarks/upstream`` (NR) wrote in a ``make live-verus-nr`` run on a 2-CPU host with one NUMA node, 2 threads,
-each point run twice for 5 s, trimmed to 0 and 100 % writes (the files' own order and numbers otherwise kept).
+0, 10 and 100 % writes, each point run twice for 5 s (its README says when).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from reprobook.core.checks import check_claim
@@ -30,8 +29,8 @@ PATCH = ROOT / "configs" / "patches" / "verus" / "nr-normal-pages.patch"
 FILES = ("benchmarks/verified/src/vnr_vspace.rs", "benchmarks/upstream/src/nr_vspace.rs")
 DATA = Path(__file__).parent / "data" / "verus-nr"
 # the facts a run on the host of the sample records (reprobook.core.requirements): 2 CPUs, one NUMA node
-FACTS = {"cpus": 2, "physical_cores_per_socket": 2, "numa_nodes": 1, "mem_gib": 23.0, "os": "Debian GNU/Linux 12",
-         "os_id": "debian", "os_version": "12", "smt": "off"}
+FACTS = {"cpus": 2, "physical_cores_per_socket": 2, "numa_nodes": 1, "mem_gib": 23.54,
+         "os": "Debian GNU/Linux 12 (bookworm)", "os_id": "debian", "os_version": "12", "smt": "off"}
 
 
 @pytest.fixture(scope="module")
@@ -110,27 +109,35 @@ def test_the_loader_reads_the_real_rehearsal_outputs():
     measured = get_loader("verus.nr")(_outputs())
     records = _records()
     assert set(measured["system"]) == {"Verus-NR", "NR"} and set(measured["replicas"]) == {1}
-    assert set(measured["threads"]) == {2} and sorted(set(measured["write_pct"])) == [0, 100]
-    assert set(measured["run"]) == {1, 2} and set(measured["seconds"]) == {5.0}
+    assert set(measured["threads"]) == {2} and set(measured["seconds"]) == {5.0}
+    assert sorted(set(measured["write_pct"])) == [0, 10, 100] and set(measured["run"]) == {1, 2}
+    assert set(records) == set(zip(measured["system"], measured["write_pct"], measured["threads"]))
     assert measured.attrs["trial_column"] == "run"
     for (system, w, t), values in records.items():
         got = measured[(measured["system"] == system) & (measured["write_pct"] == w) & (measured["threads"] == t)]
-        assert list(got["mops"]) == pytest.approx(values)
+        assert list(got["mops"]) == pytest.approx(values) and list(got["run"]) == list(range(1, len(values) + 1))
 
 
 def test_a_rehearsal_judges_verus_nr_against_nr_and_leaves_ironsync_and_scaling_inconclusive(claim):
     measured = get_loader("verus.nr")(_outputs())
     verdict = check_claim(claim, measured, source="test", scale="rehearsal", host_facts=FACTS)
-    side, ironsync, scaling = verdict.results
+    side, ironsync, scaling = verdict.checks
     mean = {k: sum(v) / len(v) for k, v in _records().items()}
     margin = min(2 / max(q, 1 / q) - 1 for q in
                  (mean["Verus-NR", w, t] / mean["NR", w, t] for (s, w, t) in mean if s == "Verus-NR"))
     assert "cannot be judged" not in side.reason and side.margin == pytest.approx(margin)
-    assert "trials per point" in side.reason   # the two runs of each point: judged with their spread
+    # judged on each point's two runs: a bootstrap interval of the margin, which decides between a verdict and
+    # inconclusive
+    assert "the mean of 2 trials per point" in side.reason and side.trials == 2 and side.interval is not None
+    lo, hi = side.interval
+    assert lo <= side.margin <= hi
+    assert side.verdict.value == ("holds" if lo >= 0 else "fails" if hi < 0 else "inconclusive")
+    assert (side.verdict.value == "inconclusive") == ("spans 0" in side.reason)
     assert ironsync.verdict.value == "inconclusive" and "a rehearsal does not run IronSync-NR" in ironsync.reason
+    assert ".NET 5 and Linear Dafny" in ironsync.reason
+    assert "no measured rows match {'system': 'IronSync-NR'}" in ironsync.reason
     assert scaling.verdict.value == "inconclusive"
     assert "needs 2 NUMA nodes, has 1" in scaling.reason and "one NUMA node there is one replica" in scaling.reason
-    # at the paper's scale on the paper's machine the side-by-side check is judged the same way
+    # judged on the authors' machine at the paper's scale, the side-by-side check gives the same margin
     paper = check_claim(claim, measured, source="test", scale="paper", host_facts=None)
-    assert paper.results[0].margin == pytest.approx(margin)
-    assert isinstance(measured, pd.DataFrame)
+    assert paper.checks[0].margin == pytest.approx(margin)
