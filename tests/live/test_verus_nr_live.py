@@ -7,12 +7,13 @@ which cannot be reached here), applies the recorded patch to normal pages, insta
 libclang, builds Verus-NR (``benchmarks/verified``) and the unverified NR (``benchmarks/upstream``, node-replication
 0.1.1 from crates.io) with rustup's stable toolchain, and runs both with the benchmark's own command line at the
 host's CPU count of threads, at 0, 10 and 100 % writes, twice each. The page's verdict is checked against one
-worked out here from the JSON records the benchmark wrote; the command line then reuses the run. A second test asks
-for 1 GiB huge pages (``pages=huge``): the run step reserves them if the host can, and gives back what it took,
-whether the run goes on or stops.
+worked out here from the JSON records the benchmark wrote; the command line then judges the same run again. A
+second test asks for 1 GiB huge pages (``pages=huge``): the run step reserves them if the host can, and gives back
+what it took, whether the run goes on or stops.
 
-It needs root (apt, huge pages), cargo with rustup's ``stable``, the git mirror and about 15 minutes the first time
-(the cargo builds: crates from the package registry into a cargo home of its own), about 5 once built. The workdir
+It needs root (apt, huge pages), cargo with rustup's ``stable``, the git mirror (``$REPROBOOK_GIT_MIRROR`` when not
+``../shared/git``) and, measured on two busy cores, 18 minutes the first time (the cargo builds: crates from the
+package registry into a cargo home of its own), 9 once built: each run measures again. The workdir
 and the cargo home are kept in ``$REPROBOOK_LIVE_DIR`` (default ``/var/tmp/reprobook-live-verus-nr``); a summary
 (step times, the table, the verdict) is printed and written to ``summary.json`` there. The run goes to the project's
 run store, so ``make book`` afterwards shows it in the page's "latest rehearsal" section.
@@ -56,7 +57,7 @@ _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?$", re
 @pytest.fixture(scope="module")
 def nr_host(tmp_path_factory):
     if os.environ.get("REPROBOOK_LIVE_VERUS_NR") != "1":
-        pytest.skip("opt-in: `make live-verus-nr` builds Verus-NR and NR and runs them (about 15 minutes)")
+        pytest.skip("opt-in: `make live-verus-nr` builds Verus-NR and NR and runs them (about 18 minutes)")
     if os.geteuid() != 0:
         pytest.skip("needs root: Debian's urcu, hwloc and libclang are installed, and huge pages reserved")
     for repo in ("verus-lang/verified-node-replication.git", "verus-lang/verus.git"):
