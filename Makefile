@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
+.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr
 
 setup: $(VENV)/.installed notebook-filter bytecode
 
@@ -86,6 +86,12 @@ live-aardvark: setup system-deps
 # the way (about five minutes on two idle cores).
 live-lmbench: setup system-deps
 	REPROBOOK_LIVE_LMBENCH=1 $(BIN)/pytest -s tests/integration/test_lmbench_live.py
+
+# Opt-in, not part of `make test`: Verus's node replication (Fig 10) at rehearsal scale, for real: Verus-NR and the
+# unverified NR built with cargo from the git mirror and crates.io on a loopback sshd host and run side by side at the
+# host's thread counts, then 1 GiB huge pages asked for and given back (needs root).
+live-verus-nr: setup system-deps
+	REPROBOOK_LIVE_VERUS_NR=1 $(BIN)/pytest -s tests/live/test_verus_nr_live.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks

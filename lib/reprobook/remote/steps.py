@@ -145,10 +145,17 @@ rb_end() {  # index hash
 rb_checkout() {  # url commit dir [excluded path pattern...]
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
   git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q -- origin "$2" 2>/dev/null || git -C "$3" fetch -q -- origin
+  git -C "$3" config --unset-all submodule.active 2>/dev/null || true
   if [ $# -gt 3 ]; then  # a sparse checkout: everything but the excluded paths (their blobs may be absent)
     local rb_patterns=('/*') rb_p
-    for rb_p in "${@:4}"; do rb_patterns+=("!/$rb_p"); done
+    for rb_p in "${@:4}"; do
+      rb_patterns+=("!/$rb_p")
+      # a submodule under an excluded path is neither cloned nor checked out (its repository may be out of reach)
+      git -C "$3" config --add submodule.active ":(exclude)$rb_p"
+    done
     git -C "$3" sparse-checkout set --no-cone "${rb_patterns[@]}"
+  elif [ "$(git -C "$3" config --get core.sparseCheckout 2>/dev/null)" = true ]; then
+    git -C "$3" sparse-checkout disable   # a checkout an earlier run made sparse (another scale's) is whole again
   fi
   git -C "$3" checkout -q --detach "$2" 2> >(grep -v "^error: invalid object .* for '" >&2)
   rb_missing=$(git -C "$3" ls-files --deleted | head -n 5)

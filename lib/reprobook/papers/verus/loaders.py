@@ -238,7 +238,8 @@ def nr(outputs) -> pd.DataFrame:
     Columns: ``system``, ``write_pct``, ``threads``, ``mops``, ``benchmark``,
     ``numa_policy``, ``replicas`` (Int64), ``run`` (1-based per system, write ratio,
     threads, benchmark and policy), ``seconds`` (measured), ``file`` (``dir/name``).
-    ``attrs["note"]`` flags counter-benchmark smoke data (Fig 10 measures ``vspace``).
+    ``attrs["note"]`` flags counter-benchmark smoke data (Fig 10 measures ``vspace``);
+    ``attrs["trial_column"]`` is ``run``: a point's repetitions are its trials.
     """
     paths = sorted(set(_expand([p for files in outputs.files.values() for p in files],
                                "*.json", "*.csv")))
@@ -258,6 +259,8 @@ def nr(outputs) -> pd.DataFrame:
     frame["run"] = frame.groupby(keys, dropna=False, sort=False).cumcount() + 1
     frame = frame[["system", "write_pct", "threads", "mops", "benchmark", "numa_policy",
                    "replicas", "run", "seconds", "file"]].astype({"replicas": "Int64"})
+    # the repeated runs of a point are its trials: the checks judge their mean, with its spread (one run: as it is)
+    frame.attrs["trial_column"] = "run"
     benches = set(frame["benchmark"].dropna())
     if "counter" in benches:
         frame.attrs["note"] = ("smoke data of NR's counter benchmark, not the vspace benchmark "
