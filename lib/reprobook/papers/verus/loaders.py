@@ -131,10 +131,14 @@ def mimalloc(outputs) -> pd.DataFrame:
 
     Columns: ``benchmark``, ``allocator`` (``mimalloc``, ``verus-mimalloc``), ``seconds``
     (NaN if the run failed), ``status`` (``ok``, ``fail``), ``run`` (1-based result table).
+    ``attrs``: ``procs`` (the suite's ``--procs``, from ``cores for <allocator>: N``, when the
+    log says it) and ``toolchain`` (a rehearsal's ``# rust: ...`` line, else empty).
     """
-    frame = parse.read_mimalloc_log(_only(_required(outputs, "log"), "log", outputs))
+    path = _only(_required(outputs, "log"), "log", outputs)
+    frame = parse.read_mimalloc_log(path)
     out = frame[["benchmark", "allocator", "seconds", "status", "run"]]
     out.attrs["trial_column"] = "run"   # each result table is a trial of every benchmark
+    out.attrs.update(parse.mimalloc_log_facts(path))
     return out
 
 

@@ -298,6 +298,27 @@ def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def mimalloc_log_facts(path: str | Path) -> dict:
+    """What a mimalloc log says of how it ran: ``procs`` (``cores for vmi: 2``, printed by
+    ``process-benchmarks-output.py``; every table must say the same) and ``toolchain`` (the ``# rust: ...`` line a
+    rehearsal writes first: the compiler that built Verus-mimalloc, since no Verus did).
+
+    Raises `OutputError` naming the line when two tables ran at different core counts.
+    """
+    path, data = text.read_bytes(path)
+    out: dict = {"toolchain": ""}
+    for no, line in enumerate(text.split_lines(data), start=1):
+        if line.startswith("# rust:") and not out["toolchain"]:
+            out["toolchain"] = line[len("# rust:"):].strip()
+        cores = re.fullmatch(r"cores for (?:mi|vmi): ([0-9]+)\s*", line)
+        if cores:
+            procs = int(cores.group(1))
+            if out.setdefault("procs", procs) != procs:
+                raise OutputError(f"the suite ran at {procs} cores here and at {out['procs']} before; one run's "
+                                  f"tables must share their --procs", file=path, line=no, field="procs")
+    return out
+
+
 def _lines_matching(data: bytes, start: str, pattern: str) -> list[tuple[int, int]]:
     """The lines of ``data`` that begin with ``start`` and match ``pattern`` in full (as decoded lines).
 
