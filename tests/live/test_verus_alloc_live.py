@@ -132,3 +132,39 @@ def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(l
                "steps_s": {f"{k} {names.get(k, '')[:50]}": v for k, v in secs.items()}, "table": means}
     (LIVE_DIR / "summary-mimalloc.json").write_text(json.dumps(summary, indent=1))
     print("\n" + json.dumps(summary, indent=1))
+
+
+def test_macro_stats_rehearsal_counts_the_allocator_lines_with_verus_line_count(live):
+    """After the mimalloc rehearsal (same host and workdir: the allocator's build is found), the macro-stats rehearsal
+    builds line_count at 9e6c6b9 and counts Verus-mimalloc's lines: the paper's 282 / 13,703 / 3,178."""
+    from reprobook.api import shown
+    project = load_project(ROOT)
+    claim = project.claim("verus/macro-stats")
+    store = RunStore(project.settings.runs_dir)
+    t0 = time.monotonic()
+    cli = subprocess.run(REPROBOOK + ["run", "verus/macro-stats", "--source", "live", "--host", "va-host", "-p",
+                                      "scale", "rehearsal", "--allow-insufficient-host", "-q"],
+                         capture_output=True, text=True, timeout=3000, cwd=ROOT)
+    seconds = time.monotonic() - t0
+    run = _latest(store, claim)
+    m = run.manifest
+    assert m["status"] == "succeeded", (m.get("status"), cli.stdout[-3000:], cli.stderr[-3000:])
+    assert m["checkouts"][str(live["workdir"] / "verus-line-count")] == "9e6c6b917399250dd3ac292f7dbc6c3c944e90b1"
+    measured = load(claim, from_run(claim, run))
+    row = measured.set_index("system").loc["Mimalloc"]
+    assert (row["trusted_loc"], row["proof_loc"], row["code_loc"]) == (282, 13703, 3178)
+    assert measured[["time_1core_s", "time_8cores_s", "smt_mb"]].isna().all().all()
+    page = shown(measured)
+    assert set(page.loc[0, ["time_1core_s", "time_8cores_s", "smt_mb"]]) == {
+        "not run here: they need the Verus binary, which needs Rust 1.76 with rustc-dev"}
+    verdict = check_claim(claim, measured, source=run.id, scale="rehearsal", host_facts=m.get("facts") or {})
+    lines = [r for r in verdict.checks if "lines within 20 %" in r.what]
+    assert len(lines) == 3 and all(r.verdict.value == "holds" for r in lines), [(r.what, r.reason) for r in lines]
+    assert f"verus/macro-stats: {verdict.verdict.value.upper()}" in cli.stdout, cli.stdout + cli.stderr
+    log = (live["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
+    secs = {k: int(v) for k, v in _DONE.findall(log)}
+    summary = {"run": run.id, "seconds": round(seconds), "verdict": verdict.verdict.value,
+               "checks": {r.what: [r.verdict.value, r.reason] for r in verdict.checks}, "steps_s": secs,
+               "mimalloc": {k: int(row[k]) for k in ("trusted_loc", "proof_loc", "code_loc")}}
+    (LIVE_DIR / "summary-macro-stats.json").write_text(json.dumps(summary, indent=1))
+    print("\n" + json.dumps(summary, indent=1))

@@ -531,6 +531,38 @@ def _fig8_entry(data, at: list, path: Path) -> list:
     return values
 
 
+NOT_RUN_WITHOUT_VERUS = "not run here: they need the Verus binary, which needs Rust 1.76 with rustc-dev"
+"""What a line-count rehearsal says in the columns only a verification fills (times, SMT size)."""
+
+
+def read_verus_linecount(path: str | Path) -> dict[str, int | float]:
+    """Read ``line_count --json``'s output (Verus's ``source/tools/line_count``) as the summariser reads it.
+
+    ``summarize/src/main.rs``: trusted = ``total.trusted``; proof = ``proof`` + ``spec`` + ``proof,exec``;
+    code = ``exec`` + ``proof,exec``; the ratio is proof / code. A missing kind counts 0.
+
+    Returns
+    -------
+    dict
+        ``trusted_loc``, ``proof_loc``, ``code_loc``, ``proof_code_ratio``.
+    """
+    data = jsonfmt.load_json(path)
+    total = jsonfmt.get(data, ["total"], file=path, kind=dict)
+
+    def count(kind: str) -> int:
+        value = jsonfmt.get(data, ["total", kind], file=path, default=0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise OutputError(f"total.{kind} is {value!r}, not a count of lines", file=path, field=kind)
+        return value
+    if not total:
+        raise OutputError("total is empty: line_count counted no file", file=path, field="total")
+    trusted = count("trusted")
+    proof = count("proof") + count("spec") + count("proof,exec")
+    code = count("exec") + count("proof,exec")
+    return {"trusted_loc": trusted, "proof_loc": proof, "code_loc": code,
+            "proof_code_ratio": proof / code if code else math.nan}
+
+
 def merge_manual(frame: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     """Put ``manual.json``'s hand-entered baseline values into a Fig 8 frame, as the summarizer does.
 
