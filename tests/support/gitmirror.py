@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
-GIT_MIRROR = Path(__file__).resolve().parents[2].parent / "shared" / "git" / "github.com"
+GIT_MIRROR = Path(os.environ.get("REPROBOOK_GIT_MIRROR") or
+                  Path(__file__).resolve().parents[2].parent / "shared" / "git" / "github.com")
+"""``../shared/git/github.com`` beside the checkout, or ``$REPROBOOK_GIT_MIRROR`` (a checkout elsewhere, e.g. a git
+worktree, names the mirror's ``github.com`` directory there)."""
 
 
 def repaired_copy(repo: str, dest: Path, mirror: Path = GIT_MIRROR) -> Path:
