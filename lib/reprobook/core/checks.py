@@ -942,7 +942,9 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     median or geomean; mean by default) with a seeded bootstrap interval of its margin: see `_with_trials`.
     """
     trial = spec.options.get("trials") or data.attrs.get("trial_column")
-    if trial and trial in data.columns and spec.value in data.columns:
+    # a check of a label (a count of benchmarks) has no statistic over trials: it is judged on the rows as they are
+    if trial and trial in data.columns and spec.value in data.columns and \
+            pd.api.types.is_numeric_dtype(data[spec.value]):
         return _with_trials(spec, data, published, trial, seed=seed, resamples=resamples)
     return _evaluate(spec, data, published)
 
