@@ -9,8 +9,9 @@ three times, at the host's core count. The verdicts are computed from that run.
 
 It needs root (apt, when a package is missing), cargo, the git mirror and about 20 minutes cold on two busy cores.
 The workdir is kept in ``$REPROBOOK_LIVE_DIR`` (default ``/var/tmp/reprobook-live-verus-alloc``), so that a second
-run finds the builds; a summary (step times, the table, the verdicts) is printed and written to ``summary.json``
-there. The run is recorded in the project's run store, so ``make book`` afterwards shows it on the claim's page.
+run finds the builds; each run is a new one (``--new``: the benchmarks run again, they are not the earlier run's). A
+summary (step times, the table, the verdicts) is printed and written to ``summary-<claim>.json`` there. A checkout
+without ``../shared`` beside it (a git worktree) names the mirror with ``REPROBOOK_GIT_MIRROR``. The run is recorded in the project's run store, so ``make book`` afterwards shows it on the claim's page.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(l
     store = RunStore(project.settings.runs_dir)
     t0 = time.monotonic()
     cli = subprocess.run(REPROBOOK + ["run", "verus/mimalloc", "--source", "live", "--host", "va-host", "-p", "scale",
-                                      "rehearsal", "--allow-insufficient-host", "-q"],
+                                      "rehearsal", "--allow-insufficient-host", "--new", "-q"],
                          capture_output=True, text=True, timeout=5000, cwd=ROOT)
     seconds = time.monotonic() - t0
     run = _latest(store, claim)
@@ -144,7 +145,7 @@ def test_macro_stats_rehearsal_counts_the_mirrored_case_studies_with_verus_line_
     store = RunStore(project.settings.runs_dir)
     t0 = time.monotonic()
     cli = subprocess.run(REPROBOOK + ["run", "verus/macro-stats", "--source", "live", "--host", "va-host", "-p",
-                                      "scale", "rehearsal", "--allow-insufficient-host", "-q"],
+                                      "scale", "rehearsal", "--allow-insufficient-host", "--new", "-q"],
                          capture_output=True, text=True, timeout=3000, cwd=ROOT)
     seconds = time.monotonic() - t0
     run = _latest(store, claim)
