@@ -155,25 +155,44 @@ def test_the_rehearsal_scale_its_deviations_and_the_checks_it_can_judge(claim):
     assert rehearsal_claim.repositories == ("verus", "verified-memory-allocator")
 
 
-def _sample_outputs() -> Outputs:
-    return Outputs("verus/mimalloc", "run", "test", {"log": (DATA / "rb-mimalloc.log",)}, location=str(DATA))
+LOGS = ["rb-mimalloc.log", "rb-mimalloc-2.log"]   # two runs of make live-verus-alloc (see data/verus-mimalloc/README.md)
 
 
-def test_the_loader_reads_a_real_rehearsal_log(claim):
-    frame = load(claim, _sample_outputs())
+def _sample_outputs(name: str = LOGS[0]) -> Outputs:
+    return Outputs("verus/mimalloc", "run", "test", {"log": (DATA / name,)}, location=str(DATA))
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_the_loader_reads_a_real_rehearsal_log(claim, name):
+    frame = load(claim, _sample_outputs(name))
     assert sorted(set(frame["run"])) == [1, 2, 3]
     assert sorted(set(frame["benchmark"])) == sorted(["cfrac", "larsonN-sized", "xmalloc-testN", "cache-scratch1",
                                                       "cache-scratchN", "glibc-simple", "glibc-thread"])
     assert (frame["status"] == "ok").all() and len(frame) == 42
     assert frame.attrs["procs"] == 2 and frame.attrs["toolchain"].startswith("host, rustc 1.95.0")
+    # the first table of the log, read by hand: repetition 1's 'bench mi vmi' rows
+    text = (DATA / name).read_text().splitlines()
+    first = text[text.index("bench           mi      vmi") + 1]
+    bench, mi, vmi = first.split()
+    one = frame[(frame["run"] == 1) & (frame["benchmark"] == bench)].set_index("allocator")["seconds"]
+    assert (one["mimalloc"], one["verus-mimalloc"]) == (float(mi), float(vmi))
 
 
-def test_a_rehearsal_judges_only_the_per_benchmark_comparison(claim):
-    frame = load(claim, _sample_outputs())
+@pytest.mark.parametrize("name", LOGS)
+def test_a_rehearsal_judges_only_the_per_benchmark_comparison_with_the_spread_of_its_repetitions(claim, name):
+    frame = load(claim, _sample_outputs(name))
     verdict = check_claim(claim, frame, source="test", scale="rehearsal", host_facts={"cpus": 2})
     per_benchmark = [r for r in verdict.checks if r.what.startswith("on none of")]
     others = [r for r in verdict.checks if not r.what.startswith("on none of")]
-    assert len(per_benchmark) == 1 and per_benchmark[0].verdict.value != "inconclusive" or \
-        "interval" in per_benchmark[0].reason
     assert len(others) == 2 and all(r.verdict.value == "inconclusive" and "rehearsal scale" in r.reason
                                     for r in others)
+    (check,) = per_benchmark
+    # the point margin: the slowest-relative benchmark's ratio of mean times against the bound 0.9
+    means = frame.groupby(["benchmark", "allocator"])["seconds"].mean().unstack()
+    ratio = (means["verus-mimalloc"] / means["mimalloc"]).min()
+    assert check.margin == pytest.approx(ratio / 0.9 - 1, abs=1e-3)
+    lo, hi = check.interval
+    assert lo < check.margin < hi and check.trials == 3
+    # holds only when the whole interval is above 0, fails only when all of it is below
+    expected = "holds" if lo >= 0 else "fails" if hi < 0 else "inconclusive"
+    assert check.verdict.value == expected and ("spans 0" in check.reason) == (expected == "inconclusive")
