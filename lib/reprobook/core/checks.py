@@ -1158,8 +1158,14 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     # verdict, which is computed from the primary data
     findings = tuple(dict.fromkeys(str(f) for f in measured.attrs.get("findings") or ()))
     trials = trial_rows(measured)
-    results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
-                            claim.requires, imported)
+    not_run = measured.attrs.get("not_run") or {}   # a column the run could not fill (loader): why, with the check
+
+    def why_not_run(spec: CheckSpec, result: CheckResult) -> CheckResult:
+        if spec.value in not_run and result.verdict is Verdict.INCONCLUSIVE:
+            return dataclasses.replace(result, reason=f"{result.reason} ({spec.value}: {not_run[spec.value]})")
+        return result
+    results = tuple(_judged(spec, why_not_run(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub)),
+                            scale, host_facts, claim.requires, imported)
                     for spec in claim.checks if applies(spec, scale))
     failing = [r for r in results if r.verdict is Verdict.FAILS]
     unsure = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
