@@ -196,3 +196,49 @@ def test_a_rehearsal_judges_only_the_per_benchmark_comparison_with_the_spread_of
     # holds only when the whole interval is above 0, fails only when all of it is below
     expected = "holds" if lo >= 0 else "fails" if hi < 0 else "inconclusive"
     assert check.verdict.value == expected and ("spans 0" in check.reason) == (expected == "inconclusive")
+
+
+LINE_COUNTS = DATA / "macro-stats"   # a macro-stats rehearsal's rb-macro-stats directory, one directory per case study
+
+
+@pytest.fixture(scope="module")
+def macro_stats():
+    return load_project(ROOT).claim("verus/macro-stats")
+
+
+def _linecounts(claim):
+    files = tuple(sorted(LINE_COUNTS.glob("*/verus-linecount.json")))
+    return load(claim, Outputs("verus/macro-stats", "run", "test", {"linecount": files}, location=str(LINE_COUNTS)))
+
+
+def test_line_count_outputs_of_a_real_rehearsal_give_each_mirrored_case_study_its_row(macro_stats):
+    from reprobook.api import shown
+    frame = _linecounts(macro_stats).set_index("system")
+    assert sorted(frame.index) == ["Mimalloc", "NR", "P. log"] and (frame["verifier"] == "Verus").all()
+    # the allocator's counts are the paper's to the line
+    assert tuple(frame.loc["Mimalloc", ["trusted_loc", "proof_loc", "code_loc"]]) == (282, 13703, 3178)
+    # as the summariser adds them up: proof = proof + spec + "proof,exec", code = exec + "proof,exec"
+    import json
+    total = json.loads((LINE_COUNTS / "nr" / "verus-linecount.json").read_text())["total"]
+    assert frame.loc["NR", "proof_loc"] == total["proof"] + total["spec"] + total["proof,exec"]
+    assert frame.loc["NR", "code_loc"] == total["exec"] + total["proof,exec"]
+    page = shown(frame.reset_index())
+    for column in ("time_1core_s", "time_8cores_s", "smt_mb"):
+        assert set(page[column]) == {"not run here: they need the Verus binary, which needs Rust 1.76 with rustc-dev"}
+
+
+def test_a_line_count_rehearsal_judges_the_counts_against_the_paper_and_leaves_the_rest_inconclusive(macro_stats):
+    frame = _linecounts(macro_stats)
+    verdict = check_claim(macro_stats, frame, source="test", scale="rehearsal", host_facts={"cpus": 2})
+    by_what = {r.what: r for r in verdict.checks}
+    published = {row[0]: row[2:5] for row in (
+        ("Mimalloc", "Verus", 282, 13703, 3178), ("P. log", "Verus", 1284, 2913, 739))}
+    for i, column in enumerate(("trusted", "proof", "code")):
+        check = by_what[f"page table, Mimalloc, persistent log: {column} lines within 20 % of the paper's"]
+        measured = frame.set_index("system")[f"{column}_loc"]
+        within = all(abs(measured[s] / published[s][i] - 1) <= 0.2 for s in published)
+        assert check.verdict.value == ("holds" if within else "fails"), check.reason
+    timing = [by_what[spec.what] for spec in macro_stats.checks if spec.value in ("time_1core_s", "smt_mb")]
+    # inconclusive, each saying why its column is empty: the loader's reason
+    assert len(timing) == 5 and all(r.verdict.value == "inconclusive" and "needs Rust 1.76 with rustc-dev" in r.reason
+                                    for r in timing), [r.reason for r in timing]
