@@ -5,9 +5,11 @@ Nothing here is a stand-in. A loopback sshd host, whose ``git_url_rewrites`` sen
 verified-memory-allocator (6ee4b4f), applies the three recorded patches, builds the allocator with the host's rustup
 ``stable`` the way Verus's compile pass builds it, builds the suite's in-tree programs and mimalloc v1.7.7 (cloned by
 the authors' ``build-bench-env.sh mi``), and runs the seven buildable benchmarks of the paper under both allocators,
-three times, at the host's core count. The verdicts are computed from that run.
+three times, at the host's core count. The verdicts are computed from that run. Then ``verus/macro-stats`` at
+rehearsal scale counts the lines of the case studies whose source is mirrored (Verus-mimalloc, NR, the log).
 
-It needs root (apt, when a package is missing), cargo, the git mirror and about 20 minutes cold on two busy cores.
+It needs root (apt, when a package is missing), cargo, the git mirror and, for both claims, about 15 minutes cold on
+two busy cores (7 warm).
 The workdir is kept in ``$REPROBOOK_LIVE_DIR`` (default ``/var/tmp/reprobook-live-verus-alloc``), so that a second
 run finds the builds; each run is a new one (``--new``: the benchmarks run again, they are not the earlier run's). A
 summary (step times, the table, the verdicts) is printed and written to ``summary-<claim>.json`` there. A checkout
@@ -50,7 +52,7 @@ _STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[
 def live(tmp_path_factory):
     if os.environ.get("REPROBOOK_LIVE_VERUS_ALLOC") != "1":
         pytest.skip("opt-in: `make live-verus-alloc` builds Verus-mimalloc, the suite and mimalloc and runs them "
-                    "(about 20 minutes cold)")
+                    "(about 15 minutes cold)")
     if os.geteuid() != 0:
         pytest.skip("needs root: the first step installs Debian's build packages when missing")
     for repo in ("verus-lang/verus.git", "verus-lang/verified-memory-allocator.git", "microsoft/mimalloc.git"):
