@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr
+.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr live-verus-alloc
 
 setup: $(VENV)/.installed notebook-filter bytecode
 
@@ -75,6 +75,12 @@ live-pesto: setup system-deps
 # benchmark built with cargo in a loopback guest and run with the persistent memory on tmpfs (about ten minutes; needs root).
 live-pmlog: setup system-deps
 	REPROBOOK_LIVE_PMLOG=1 $(BIN)/pytest -s tests/live/test_pmlog_live.py
+
+# Opt-in, not part of `make test`: Verus-mimalloc (Fig 12) at rehearsal scale, for real: the allocator built the way
+# Verus's compile pass builds it, the suite and mimalloc v1.7.7 from the git mirror, run on a loopback sshd host
+# (needs root and cargo); then macro-stats' line counts of the mirrored case studies. About 15 minutes cold, 7 warm.
+live-verus-alloc: setup system-deps
+	REPROBOOK_LIVE_VERUS_ALLOC=1 $(BIN)/pytest -s tests/live/test_verus_alloc_live.py
 
 # Opt-in, not part of `make test`: Aardvark's three claims at rehearsal scale, built from source (EDRAX and the vector
 # commitments in Rust and C++, go-algorand's ledger in Go) on a loopback sshd host: about ten minutes idle on two cores.

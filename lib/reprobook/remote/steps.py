@@ -165,9 +165,16 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
          "repository's 'exclude' in the paper file." >&2
     exit 3
   fi
-  git -C "$3" submodule update -q --init --recursive
+  if [ $# -gt 3 ]; then  # only the submodules the sparse checkout keeps: an excluded one is not cloned
+    local rb_subs=()
+    mapfile -t rb_subs < <(git -C "$3" ls-files -s -t | sed -n 's/^H 160000 [0-9a-f]* [0-9]*\t//p')
+    if [ ${#rb_subs[@]} -gt 0 ]; then git -C "$3" submodule update -q --init --recursive -- "${rb_subs[@]}"; fi
+  else
+    git -C "$3" submodule update -q --init --recursive
+  fi
   echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
   git -C "$3" submodule status --recursive | while read -r sha path rest; do
+    case "$sha" in -*) continue ;; esac  # not initialised: left out of a sparse checkout
     echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
   done
 }
