@@ -25,7 +25,10 @@ directory on the guest (default: the guest user's home). Host steps can call
 ``rb_guest COMMAND...`` to run a command there too (to upload or copy back files with
 ``tar``), so that fetching the outputs stays a matter of the host. The guest's host key
 is trusted on first use and kept in the run's directory (``guest_known_hosts``): a VM
-image's key is the image's own, and it is the host, not the client, that connects.
+image's key is the image's own, and it is the host, not the client, that connects. A host step
+that boots a guest calls ``rb_guest_watchdog PID`` with its QEMU's pid: once the job's shell is
+gone, however the job ended (done, failed, cancelled), the watchdog stops that process, so no
+guest outlives its run.
 
 A step with a ``role`` runs on every host of that role of the run's placement (see
 `reprobook.remote.placement`) at once, each line of its output prefixed with the host's name;
@@ -163,6 +166,16 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
   git -C "$3" submodule status --recursive | while read -r sha path rest; do
     echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
   done
+}
+rb_guest_watchdog() {  # pid: stop that process (a guest's QEMU) once this job's shell is gone, however the job ended
+  local comm; comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 0
+  # in a session of its own, so that a stop of the job's process group does not take it along; it stops only a
+  # process of the same name, never another that took the pid over
+  # shellcheck disable=SC2016  # expanded by the watchdog's own shell
+  setsid bash -c 'alive() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+    while kill -0 "$3" 2>/dev/null && alive "$1" "$2"; do sleep "$4"; done
+    if alive "$1" "$2"; then kill "$1"; sleep 10; if alive "$1" "$2"; then kill -9 "$1"; fi; fi' \
+    rb-guest-watchdog "$1" "$comm" "$$" "${RB_WATCHDOG_S:-5}" < /dev/null > /dev/null 2>&1 &
 }
 rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, guest_port, guest_user, guest_key)
   local key=${RB_GUEST_KEY:-} rc=0
