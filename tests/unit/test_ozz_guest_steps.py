@@ -53,6 +53,19 @@ def test_the_rehearsal_is_debians_kernel_in_a_guest_made_here_with_three_benchma
     assert dict(image.packages)["Debian 12"] == ("qemu-system-x86", "debootstrap", "e2fsprogs")
 
 
+def test_the_rehearsal_boots_its_guest_before_any_step_runs_there(claim):
+    """Only the baseline's steps run: a guest step before the boot would find no guest to skip itself in."""
+    from reprobook.remote.steps import step_plan
+    at = claim.at_scale("rehearsal")
+    steps = [s for _, s in step_plan(load_project(ROOT).paper("ozz"), at) if s is not None]
+    names = [s.name for s in steps]
+    assert not [n for n in names if n.startswith("oemu")]
+    boot = next(i for i, n in enumerate(names) if n.startswith("baseline: boot"))
+    assert all(s.where == "host" for s in steps[:boot]) and steps[boot + 2].where == "guest"
+    assert names[-2] == "baseline: shut the guest down" and names[-1].startswith("record how long each step took")
+    assert [s.name for s in claim.run if s.name.startswith("baseline")] == [n for n in names if n.startswith("baseline")]
+
+
 @pytest.mark.parametrize("probe, accel", [("kvm=paravirtual", "tcg"), ("kvm=missing", "tcg"), ("kvm=usable", "kvm")])
 def test_a_host_whose_kvm_cannot_run_a_standard_guest_gets_tcg_and_the_run_says_so(claim, probe, accel):
     used, made = adapt(claim.adaptations, {"scale": "rehearsal"}, {"h": facts_from(probe).as_dict()})

@@ -141,3 +141,17 @@ def test_a_guest_booted_by_a_step_goes_down_with_the_job_when_a_later_step_fails
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _running(pid), "the stand-in guest outlived the failed job"
+
+
+def test_a_step_asks_rb_kvm_what_the_kvm_requirement_judges(tmp_path):
+    """rb_kvm in a job script is the requirement's own probe: a step that boots with KVM refuses what check-host refuses."""
+    from reprobook.core.requirements import Kvm, facts_from
+    steps = [{"name": "ask", "run": 'rb_kvm > "$RB_RUN_DIR/kvm.txt"'}]
+    paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
+    script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stdout + out.stderr
+    probed = subprocess.run(["bash", "-c", Kvm.probe], capture_output=True, text=True, timeout=30).stdout
+    said = (tmp_path / "rd" / "kvm.txt").read_text()
+    assert said == probed and said.startswith("kvm=")
+    assert facts_from(said).kvm == (said == "kvm=usable\n")

@@ -56,6 +56,7 @@ from typing import Any, Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
 from reprobook.core.plan import RunPlan
+from reprobook.core.requirements import Kvm
 from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
@@ -218,6 +219,12 @@ rb_expect_submodule() {  # dir path commit
   if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
 }
 """
+
+
+_KVM = ("rb_kvm() {  # prints kvm=usable when this host's KVM can run a standard guest (else kvm=missing, denied or\n"
+        "          # paravirtual): the kvm requirement's own probe (reprobook.core.requirements.Kvm)\n"
+        + "\n".join("  " + line for line in Kvm.probe.splitlines()) + "\n}\n")
+"""The shell function ``rb_kvm`` of every job script: a step that boots a guest with KVM asks it first."""
 
 
 def packages_function(step: Step) -> str:
@@ -401,7 +408,7 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
     env["GIT_TERMINAL_PROMPT"] = "0"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
-    out.append(_HELPERS + _PRELUDE)
+    out.append(_HELPERS + _PRELUDE + _KVM)
     out.append('export RB_INPUTS="$RB_RUN_DIR/inputs"')
     for name, data in (inputs or {}).items():
         if not name or name.startswith(("/", ".")) or "/" in name or "\0" in name:
