@@ -119,7 +119,7 @@ def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(h
         assert "machine" not in kinds and not m.get("adapted")
 
     log = (run.path / "log.txt").read_text()
-    assert re.search(rf"booting Debian's kernel vmlinuz-\S+ from \S+ with QEMU \({accel}, \d CPUs, 2 GiB\)", log), log
+    assert re.search(rf"booting Debian's kernel from \S+ with QEMU \({accel}, \d CPUs, 2 GiB\)", log), log
     assert re.search(r"the guest is up: rb-guest, kernel \d+\.\d+\.\d+-\d+-amd64", log), log
     assert ("the guest image is made already" in log) == cached
     assert "the guest is down" in log
