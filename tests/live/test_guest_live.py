@@ -89,7 +89,8 @@ def _qemu_running(pid_file: Path) -> bool:
         return False
 
 
-def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(host):
+def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(host, monkeypatch):
+    monkeypatch.delenv("REPROBOOK_RUNS")  # the project's run store, where the CLI records the run (tests/conftest.py)
     project = load_project(ROOT)
     claim = project.claim(CLAIM)
     store = RunStore(project.settings.runs_dir)
@@ -125,7 +126,7 @@ def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(h
     assert "the guest is down" in log
     remote = host["workdir"] / ".reprobook" / "runs" / run.id
     known = (remote / "guest_known_hosts").read_text()  # the guest's host key, trusted on first use, kept with the run
-    assert re.search(rf"^\[127\.0\.0\.1\]:{port} ssh-ed25519 ", known, re.M), known
+    assert re.search(rf"^\[localhost\]:{port} ssh-ed25519 ", known, re.M), known  # guest_host is localhost
     assert not _qemu_running(remote / "qemu-baseline.pid")
 
     # real LMBench results, parsed: the processes section of the baseline (Debian's kernel) only
@@ -162,8 +163,9 @@ def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(h
           f"run {first_s:.0f} s; processes (µs): " + ", ".join(f"{k} {v:g}" for k, v in proc.items()))
 
 
-def test_a_stopped_run_leaves_no_guest_behind(host):
+def test_a_stopped_run_leaves_no_guest_behind(host, monkeypatch):
     """The guest goes down with the job also when the job does not end well: here it is cancelled once the guest is up."""
+    monkeypatch.delenv("REPROBOOK_RUNS")  # the project's run store, where the CLI records the run
     project = load_project(ROOT)
     claim = project.claim(CLAIM)
     store = RunStore(project.settings.runs_dir)
