@@ -52,7 +52,7 @@ _STEP = re.compile(r"^### reprobook step (\d+)/\d+: (.*?)(?: \(expected .*\))?$"
 def host(tmp_path_factory):
     if os.environ.get("REPROBOOK_LIVE_GUEST") != "1":
         pytest.skip("opt-in: `make live-guest` makes a Debian guest image, boots it with QEMU and runs LMBench in it "
-                    "(about 15 minutes the first time, 8 once the image is made)")
+                    "(about 20 minutes the first time, 7 once the image is made, on two busy cores)")
     if os.geteuid() != 0:
         pytest.skip("needs root: debootstrap makes the guest image, and apt installs QEMU")
     for repo in ("intel/lmbench", "casys-kaist/ozz_artifact"):
