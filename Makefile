@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr live-verus-alloc
+.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr live-verus-alloc live-lmbench live-guest
 
 setup: $(VENV)/.installed notebook-filter bytecode
 
@@ -98,6 +98,12 @@ live-lmbench: setup system-deps
 # host's thread counts, then 1 GiB huge pages asked for and given back (needs root).
 live-verus-nr: setup system-deps
 	REPROBOOK_LIVE_VERUS_NR=1 $(BIN)/pytest -s tests/live/test_verus_nr_live.py
+
+# Opt-in, not part of `make test`: Ozz's LMBench (Table 5) at rehearsal scale in a real QEMU guest: a Debian 12 image
+# made with debootstrap (once; kept in $REPROBOOK_LIVE_DIR), booted with Debian's kernel (TCG where KVM cannot run a
+# standard guest), LMBench built and run in it over the engine's guest path (needs root and Debian's archive).
+live-guest: setup system-deps
+	REPROBOOK_LIVE_GUEST=1 $(BIN)/pytest -s tests/live/test_guest_live.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks

@@ -25,7 +25,10 @@ directory on the guest (default: the guest user's home). Host steps can call
 ``rb_guest COMMAND...`` to run a command there too (to upload or copy back files with
 ``tar``), so that fetching the outputs stays a matter of the host. The guest's host key
 is trusted on first use and kept in the run's directory (``guest_known_hosts``): a VM
-image's key is the image's own, and it is the host, not the client, that connects.
+image's key is the image's own, and it is the host, not the client, that connects. A host step
+that boots a guest calls ``rb_guest_watchdog PID`` with its QEMU's pid: once the job's shell is
+gone, however the job ended (done, failed, cancelled), the watchdog stops that process, so no
+guest outlives its run.
 
 A step with a ``role`` runs on every host of that role of the run's placement (see
 `reprobook.remote.placement`) at once, each line of its output prefixed with the host's name;
@@ -53,6 +56,7 @@ from typing import Any, Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
 from reprobook.core.plan import RunPlan
+from reprobook.core.requirements import Kvm
 from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
@@ -178,6 +182,16 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
     echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
   done
 }
+rb_guest_watchdog() {  # pid: stop that process (a guest's QEMU) once this job's shell is gone, however the job ended
+  local comm; comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 0
+  # in a session of its own, so that a stop of the job's process group does not take it along; it stops only a
+  # process of the same name, never another that took the pid over
+  # shellcheck disable=SC2016  # expanded by the watchdog's own shell
+  setsid bash -c 'alive() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+    while kill -0 "$3" 2>/dev/null && alive "$1" "$2"; do sleep "$4"; done
+    if alive "$1" "$2"; then kill "$1"; sleep 10; if alive "$1" "$2"; then kill -9 "$1"; fi; fi' \
+    rb-guest-watchdog "$1" "$comm" "$$" "${RB_WATCHDOG_S:-5}" < /dev/null > /dev/null 2>&1 &
+}
 rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, guest_port, guest_user, guest_key)
   local key=${RB_GUEST_KEY:-} rc=0
   case "$key" in "") ;; "~/"*) key="$HOME/${key#\~/}" ;; /*) ;; *) key="$RB_WORKDIR/$key" ;; esac
@@ -219,6 +233,12 @@ rb_expect_submodule() {  # dir path commit
   if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
 }
 """
+
+
+_KVM = ("rb_kvm() {  # prints kvm=usable when this host's KVM can run a standard guest (else kvm=missing, denied or\n"
+        "          # paravirtual): the kvm requirement's own probe (reprobook.core.requirements.Kvm)\n"
+        + "\n".join("  " + line for line in Kvm.probe.splitlines()) + "\n}\n")
+"""The shell function ``rb_kvm`` of every job script: a step that boots a guest with KVM asks it first."""
 
 
 def packages_function(step: Step) -> str:
@@ -402,7 +422,7 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
     env["GIT_TERMINAL_PROMPT"] = "0"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
-    out.append(_HELPERS + _PRELUDE)
+    out.append(_HELPERS + _PRELUDE + _KVM)
     out.append('export RB_INPUTS="$RB_RUN_DIR/inputs"')
     for name, data in (inputs or {}).items():
         if not name or name.startswith(("/", ".")) or "/" in name or "\0" in name:
