@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The authors' outputs: a local mirror if one sits beside the project (as in CI), else git fetches them.
 export REPROBOOK_ARTIFACT_MIRROR ?= $(firstword $(wildcard $(CURDIR)/../shared/artifacts))
 
-.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark
+.PHONY: setup bytecode validators notebook-filter system-deps system-deps-unit book test test-fast lint-imports bench clean lab live-pesto live-pmlog live-aardvark live-verus-nr live-verus-alloc live-lmbench live-guest
 
 setup: $(VENV)/.installed notebook-filter bytecode
 
@@ -76,6 +76,12 @@ live-pesto: setup system-deps
 live-pmlog: setup system-deps
 	REPROBOOK_LIVE_PMLOG=1 $(BIN)/pytest -s tests/live/test_pmlog_live.py
 
+# Opt-in, not part of `make test`: Verus-mimalloc (Fig 12) at rehearsal scale, for real: the allocator built the way
+# Verus's compile pass builds it, the suite and mimalloc v1.7.7 from the git mirror, run on a loopback sshd host
+# (needs root and cargo); then macro-stats' line counts of the mirrored case studies. About 15 minutes cold, 7 warm.
+live-verus-alloc: setup system-deps
+	REPROBOOK_LIVE_VERUS_ALLOC=1 $(BIN)/pytest -s tests/live/test_verus_alloc_live.py
+
 # Opt-in, not part of `make test`: Aardvark's three claims at rehearsal scale, built from source (EDRAX and the vector
 # commitments in Rust and C++, go-algorand's ledger in Go) on a loopback sshd host: about ten minutes idle on two cores.
 live-aardvark: setup system-deps
@@ -86,6 +92,18 @@ live-aardvark: setup system-deps
 # the way (about five minutes on two idle cores).
 live-lmbench: setup system-deps
 	REPROBOOK_LIVE_LMBENCH=1 $(BIN)/pytest -s tests/integration/test_lmbench_live.py
+
+# Opt-in, not part of `make test`: Verus's node replication (Fig 10) at rehearsal scale, for real: Verus-NR and the
+# unverified NR built with cargo from the git mirror and crates.io on a loopback sshd host and run side by side at the
+# host's thread counts, then 1 GiB huge pages asked for and given back (needs root).
+live-verus-nr: setup system-deps
+	REPROBOOK_LIVE_VERUS_NR=1 $(BIN)/pytest -s tests/live/test_verus_nr_live.py
+
+# Opt-in, not part of `make test`: Ozz's LMBench (Table 5) at rehearsal scale in a real QEMU guest: a Debian 12 image
+# made with debootstrap (once; kept in $REPROBOOK_LIVE_DIR), booted with Debian's kernel (TCG where KVM cannot run a
+# standard guest), LMBench built and run in it over the engine's guest path (needs root and Debian's archive).
+live-guest: setup system-deps
+	REPROBOOK_LIVE_GUEST=1 $(BIN)/pytest -s tests/live/test_guest_live.py
 
 bench: setup system-deps
 	$(BIN)/python -m benchmarks

@@ -66,9 +66,10 @@ else
         "${as_root[@]}" mkdir -p /etc/postgresql-common/createcluster.d
         echo "create_main_cluster = false" | "${as_root[@]}" tee /etc/postgresql-common/createcluster.d/reprobook.conf >/dev/null
     fi
-    "${as_root[@]}" apt-get update -qq
+    # another apt-get (another job on the machine) may hold dpkg's lock: wait for it, as the engine's steps do
+    "${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
     did="installed ${packages[*]} (missing were: ${missing[*]})"
 fi
 

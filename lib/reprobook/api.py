@@ -381,11 +381,21 @@ def rehearsal(claim: Claim, draw: Callable[[pd.DataFrame], object] | None = None
     display(Markdown(markdown_str("**The rehearsal:** {}. **Its own verdict:** {} ({}).", outputs.label,
                                   verdict.wording or verdict.verdict.value, verdict.reason)))
     display(deviations(claim, outputs))
-    display(measured.round(3))
+    display(shown(measured))
     if draw is not None:
         draw(measured)
     elif claim.plots:
         plot(claim, measured)
+
+
+def shown(measured: pd.DataFrame) -> pd.DataFrame:
+    """The table as a page shows it, rounded: a column the run could not fill (the loader's ``attrs["not_run"]``,
+    column -> why) reads why in each empty cell, never a blank."""
+    out = measured.round(3)
+    for column, why in (measured.attrs.get("not_run") or {}).items():
+        if column in out.columns:
+            out[column] = out[column].astype(object).where(out[column].notna(), why)
+    return out
 
 
 def evaluate(key: str | Claim, source: str = "auto") -> Evaluation:

@@ -14,7 +14,7 @@ from tests.support.fixture_project import make_project
 from tests.support.sshd import SshTestbed
 
 ROOT = Path(__file__).resolve().parents[2]
-GIT_MIRROR = ROOT.parent / "shared" / "git" / "github.com"
+GIT_MIRROR = Path(os.environ.get("REPROBOOK_GIT_MIRROR") or ROOT.parent / "shared" / "git") / "github.com"
 """The local git mirror the real-project hosts clone from (their ``git_url_rewrites`` point at it)."""
 
 

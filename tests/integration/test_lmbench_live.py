@@ -111,6 +111,11 @@ def _kvm_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
+def _kvm_runs_guests() -> bool:
+    """What the KVM requirement judges: /dev/kvm usable and, on x86, the CPU's virtualisation flags there."""
+    return _kvm_usable() and re.search(r"\b(vmx|svm)\b", Path("/proc/cpuinfo").read_text()) is not None
+
+
 # --------------------------------------------------------------------------- refused without Ozz's kernels
 
 def test_a_host_without_the_kernels_is_refused_and_the_boot_step_says_why(ozz):
@@ -130,7 +135,7 @@ def test_a_host_without_the_kernels_is_refused_and_the_boot_step_says_why(ozz):
     assert f"does not meet the requirements of {CLAIM}" in msg and "ozz-host" in msg
     assert ("needs the files ~/ozz/scripts/qemu/run_qemu.sh (not there), "
             "~/ozz/kernels/guest/builds/x86_64-HEAD/arch/x86_64/boot/bzImage (not there)") in msg
-    assert ("needs KVM usable by the user" in msg) == (not _kvm_usable())
+    assert ("needs KVM that can run a standard guest" in msg) == (not _kvm_runs_guests())
     assert "Each kernel boots in a QEMU guest with KVM" in msg and "allow_small_host=True" in msg
     assert not ozz["workdir"].exists() and RunStore(project.settings.runs_dir).runs() == []
 
@@ -140,14 +145,14 @@ def test_a_host_without_the_kernels_is_refused_and_the_boot_step_says_why(ozz):
         perform(project, claim, "ozz-host", {"ozz_home": str(no_ozz)}, allow_insufficient=True, progress=False,
                 poll_s=0.3)
     msg = str(err.value)
-    if _kvm_usable():
+    if _kvm_runs_guests():
         assert f"no kernel image at {no_ozz}/kernels/guest/builds/x86_64-HEAD/arch/x86_64/boot/bzImage" in msg
     else:
-        assert "QEMU boots the guest with KVM, and /dev/kvm is missing or not usable" in msg
+        assert "QEMU boots the guest with KVM, and this host's KVM cannot run a standard guest (kvm=" in msg
     assert "exit code: 3" in msg
     (run,) = RunStore(project.settings.runs_dir).runs(claim)
     log = (run.path / "log.txt").read_text()
-    assert "step 5/22: oemu: boot the instrumented kernel in a guest" in log and "step 6/22" not in log
+    assert "step 6/23: oemu: boot the instrumented kernel in a guest" in log and "step 7/23" not in log
     head = subprocess.run(["git", "-C", str(ozz["workdir"] / "lmbench"), "log", "--format=%s", "-4"],
                           capture_output=True, text=True).stdout.splitlines()
     assert head[:3] == PATCHES[::-1]  # the patches were applied before the boot was refused
@@ -336,8 +341,8 @@ def test_real_lmbench_baseline_side_through_the_guest_path(ozz, bed):
                 else "no measured rows match" in c["reason"]), c
     # every step of the pipeline ran, and each recorded its time (but the last, which writes the timings down)
     steps = phases(from_run(claim, run)).set_index("step")
-    assert list(steps.index) == list(range(1, 23)) and steps.loc[:21, "seconds"].notna().all(), steps
-    assert steps.loc[22, "name"].startswith("record how long each step took"), steps.loc[22, "name"]
+    assert list(steps.index) == list(range(1, 24)) and steps.loc[:22, "seconds"].notna().all(), steps
+    assert steps.loc[23, "name"].startswith("record how long each step took"), steps.loc[23, "name"]
     first = steps[steps["name"].str.startswith("baseline, in the guest: first LMBench run")].iloc[0]
     assert 0 < first["seconds"] <= elapsed
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
-GIT_MIRROR = Path(__file__).resolve().parents[2].parent / "shared" / "git" / "github.com"
+# REPROBOOK_GIT_MIRROR names the mirror (the directory holding github.com/) where ../shared/git is not beside the
+# project, as for a git worktree elsewhere
+_BESIDE = Path(__file__).resolve().parents[2].parent / "shared" / "git"
+GIT_MIRROR = Path(os.environ.get("REPROBOOK_GIT_MIRROR") or _BESIDE) / "github.com"
 
 
 def repaired_copy(repo: str, dest: Path, mirror: Path = GIT_MIRROR) -> Path:

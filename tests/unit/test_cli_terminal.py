@@ -192,7 +192,9 @@ def test_the_unit_tests_programs_are_installed_only_when_missing(have, installs,
     assert out.returncode == 0, out.stderr
     if installs:
         apt = log.read_text().splitlines()
-        assert apt[0] == "update -qq" and apt[1].startswith("install ") and apt[1].split()[-2:] == ["git", "shellcheck"]
+        lock = "-o DPkg::Lock::Timeout=600 "   # apt waits for another job's dpkg lock instead of failing at once
+        assert apt[0] == lock + "update -qq" and apt[1].startswith(lock + "install ")
+        assert apt[1].split()[-2:] == ["git", "shellcheck"]
         assert f"missing were: {' '.join(t for t in ('git', 'shellcheck') if t not in have)}" in out.stdout
     else:
         assert not log.exists() and "nothing to install (git and shellcheck present)" in out.stdout

@@ -269,7 +269,7 @@ def _outputs(tmp_path: Path, kernels=("baseline", "oemu"), summary=True, data: d
         src_dir = (data or {}).get(kernel, DATA)
         d = tmp_path / "outputs" / "results" / kernel / "results" / "x86_64-linux-gnu"
         d.mkdir(parents=True)
-        for src in sorted((src_dir / "results" / "x86_64-linux-gnu").glob("vm.*")):
+        for src in sorted((src_dir / "results" / "x86_64-linux-gnu").glob("*.[0-9]*")):
             shutil.copy(src, d / src.name)
             files["results"].append(d / src.name)
         if summary:
@@ -383,6 +383,9 @@ def test_overhead_is_a_ratio_per_column_turned_by_direction():
     assert table.loc["Pipe", ["ratio", "slowdown"]].tolist() == [0.05, 20.0]
     assert table.loc["Pipe", "direction"] == "bigger is better"
     assert math.isnan(table.loc["Prot Fault", "oemu"]) and math.isnan(table.loc["Prot Fault", "slowdown"])
+    alone = overhead(measured[measured["setting"] == "baseline"]).set_index("column")  # no OEMU kernel in the run
+    assert (alone["oemu"] == "not run").all() and alone["slowdown"].isna().all()
+    assert alone["baseline"].tolist() == [2.0, 1.0, 100.0]
 
 
 def test_phases_read_the_step_lines_of_every_attempt(tmp_path):
@@ -396,3 +399,37 @@ def test_phases_read_the_step_lines_of_every_attempt(tmp_path):
     assert frame["name"].tolist() == ["check out lmbench", "first run", "rerun"]
     assert frame["seconds"].tolist()[:2] == [4, 7200] and math.isnan(frame["seconds"].iloc[2])
     assert frame["hours"].tolist()[1] == 2.0
+
+
+TCG = Path(__file__).resolve().parent / "data" / "lmbench-tcg"  # see its README: a real rehearsal in a QEMU guest
+
+
+def test_a_real_run_in_an_emulated_guest_parses_and_cannot_judge_the_overhead(tmp_path):
+    """`make live-guest`'s output: LMBench's system-call, select and process benchmarks (DEVELOPMENT answers) on
+    Debian's kernel under TCG. Only the processor section's measured columns come out; the verdict says why it
+    cannot judge (no instrumented kernel at the rehearsal scale)."""
+    from reprobook import api
+    from reprobook.core.config import load_project
+    claim = load_project(ROOT).claim("ozz/lmbench-overhead")
+    (raw,) = sorted((TCG / "results" / "x86_64-linux-gnu").glob("rb-guest.*"))
+    printed, derived = lmbench.read_summary(TCG / "summary.txt"), lmbench.summarise([raw])
+    lmbench.agree(printed, derived, file=TCG / "summary.txt")
+    results = lmbench.read_results(raw)
+    assert results.expected() is None  # single benchmarks: the header names no subset
+    assert results.header["BENCHMARK_OS"] == "NO" and results.header["BENCHMARK_HARDWARE"] == "NO"
+    out = _outputs(tmp_path, kernels=("baseline",), data={"baseline": TCG})
+    out = Outputs(out.claim, out.kind, out.label, out.files, scale="rehearsal")
+    frame = lmbench_overhead(out)
+    assert set(frame["setting"]) == {"baseline"} and set(frame["section"]) == {"processes"}
+    proc = frame.set_index("column")["value"]
+    assert set(proc.index) == {"null call", "null I/O", "stat", "open clos", "slct TCP", "fork proc", "exec proc",
+                               "sh proc"}  # no signals: LMBench's DEVELOPMENT questions do not ask about them
+    assert (proc > 0).all() and proc["null call"] < proc["fork proc"] < proc["exec proc"] < proc["sh proc"]
+    page = sections(frame).set_index("section")
+    assert page.loc["Processor, Processes - times in microseconds - smaller is better", "status"] == "measured"
+    table = overhead(frame)
+    assert (table["oemu"] == "not run").all() and table["slowdown"].isna().all()  # no OEMU kernel here
+    verdict = api.check(claim, frame, out)
+    assert verdict.verdict == "inconclusive"
+    assert all("this run is at rehearsal scale; the check needs the paper scale" in c.reason
+               and "the OEMU kernel is not run here" in c.reason for c in verdict.checks)

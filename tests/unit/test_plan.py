@@ -71,6 +71,14 @@ def test_parameters_are_resolved_once_with_defaults_and_checked():
         make_plan(claim, {"nope": 1})
 
 
+def test_a_text_parameter_takes_a_whole_number_as_its_text_and_its_pattern_judges_it():
+    claim = load_project().claim("verus/node-replication")   # threads: text, '1 2' or auto
+    assert make_plan(claim, {"scale": "rehearsal", "threads": 1}).params["threads"] == "1"
+    for bad in (0, True, 1.5):
+        with pytest.raises(ConfigError, match="threads"):
+            make_plan(claim, {"scale": "rehearsal", "threads": bad})
+
+
 def test_dry_run_starts_nothing_and_bad_parameters_are_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
     out = subprocess.run(CLI + ["run", "verus/page-table", "--source", "live", "--dry-run"], capture_output=True,

@@ -387,3 +387,23 @@ def test_a_claim_already_at_a_scale_keeps_what_was_changed_on_it(root):
     assert make_plan(one_step, {"scale": "rehearsal"}).claim.setup == rehearsal.setup[:1]
     paper = make_plan(one_step, {"scale": "paper"}).claim
     assert (paper.roles["server"].min, paper.setup, paper.inputs) == (6, claim.setup, claim.inputs)
+
+
+def test_a_submodule_left_out_of_a_sparse_checkout_is_not_cloned(tmp_path):
+    """A repository whose submodule's URL leads nowhere (a mirror without it): excluded, the checkout succeeds and
+    records only the repository; not excluded, git's failing clone of the submodule stops the checkout."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "perf.go").write_bytes(PAPER_SRC.encode())
+    (src / ".gitmodules").write_text(f'[submodule "sub"]\n\tpath = sub\n\turl = {tmp_path / "absent.git"}\n')
+    _git("init", "-q", cwd=src)
+    _git("add", ".", cwd=src)
+    _git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub", cwd=src)
+    _git("commit", "-q", "-m", "c", cwd=src)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+    out = _job(tmp_path, load_paper(_paper(tmp_path, src, commit, exclude=("sub",))), {})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "rd" / "checkout.txt").read_text() == f"{tmp_path / 'work' / 'repo'} {commit}\n"
+    assert not (tmp_path / "work" / "repo" / "sub").exists()   # left out of the work tree
+    out = _job(tmp_path, load_paper(_paper(tmp_path, src, commit, exclude=())), {}, run_dir="rd2")
+    assert out.returncode != 0 and "absent.git" in out.stderr

@@ -116,3 +116,42 @@ def test_the_ozz_claim_runs_lmbench_in_its_guest_and_everything_else_on_the_host
     assert len(on_guest) == 9 and all(", in the guest: " in n for n in on_guest)
     assert any("make results" in n for n in on_guest) and any("enable_kssb" in n for n in on_guest)
     assert {"guest_port", "guest_host", "guest_user", "guest_key"} <= set(claim.parameters)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_guest_booted_by_a_step_goes_down_with_the_job_when_a_later_step_fails(tmp_path):
+    """rb_guest_watchdog: the process a step started in the background (QEMU; here a sleep) ends with the job."""
+    import time
+    steps = [{"name": "boot a stand-in guest",
+              "run": 'sleep 300 > /dev/null 2>&1 &\necho $! > "$RB_RUN_DIR/guest.pid"\nrb_guest_watchdog "$!"'},
+             {"name": "a step that fails", "run": "exit 5"}]
+    paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
+    script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "RB_WATCHDOG_S": "0.2"})
+    assert out.returncode == 5, out.stdout + out.stderr
+    pid = int((tmp_path / "rd" / "guest.pid").read_text())
+    deadline = time.monotonic() + 20
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(pid), "the stand-in guest outlived the failed job"
+
+
+def test_a_step_asks_rb_kvm_what_the_kvm_requirement_judges(tmp_path):
+    """rb_kvm in a job script is the requirement's own probe: a step that boots with KVM refuses what check-host refuses."""
+    from reprobook.core.requirements import Kvm, facts_from
+    steps = [{"name": "ask", "run": 'rb_kvm > "$RB_RUN_DIR/kvm.txt"'}]
+    paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
+    script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stdout + out.stderr
+    probed = subprocess.run(["bash", "-c", Kvm.probe], capture_output=True, text=True, timeout=30).stdout
+    said = (tmp_path / "rd" / "kvm.txt").read_text()
+    assert said == probed and said.startswith("kvm=")
+    assert facts_from(said).kvm == (said == "kvm=usable\n")

@@ -995,7 +995,9 @@ def evaluate_check(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, 
     median or geomean; mean by default) with a seeded bootstrap interval of its margin: see `_with_trials`.
     """
     trial = spec.options.get("trials") or data.attrs.get("trial_column")
-    if trial and trial in data.columns and spec.value in data.columns:
+    # a check of a label (a count of benchmarks) has no statistic over trials: it is judged on the rows as they are
+    if trial and trial in data.columns and spec.value in data.columns and \
+            pd.api.types.is_numeric_dtype(data[spec.value]):
         return _with_trials(spec, data, published, trial, seed=seed, resamples=resamples)
     return _evaluate(spec, data, published)
 
@@ -1277,8 +1279,14 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     trials = trial_rows(measured)
     # the machine the numbers come from: the measured role's (its requires), else the claim's one host
     requires = claim.role(claim.measured_on).requires if claim.measured_on else claim.requires
-    results = tuple(_judged(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub), scale, host_facts,
-                            requires, imported)
+    not_run = measured.attrs.get("not_run") or {}   # a column the run could not fill (loader): why, with the check
+
+    def why_not_run(spec: CheckSpec, result: CheckResult) -> CheckResult:
+        if spec.value in not_run and result.verdict is Verdict.INCONCLUSIVE:
+            return dataclasses.replace(result, reason=f"{result.reason} ({spec.value}: {not_run[spec.value]})")
+        return result
+    results = tuple(_judged(spec, why_not_run(spec, evaluate_check(spec, _rows_for(spec, trials, measured), pub)),
+                            scale, host_facts, requires, imported)
                     for spec in claim.checks if applies(spec, scale))
     if missing:
         results = tuple(_on_partial(r, missing) for r in results)

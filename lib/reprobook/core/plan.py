@@ -392,6 +392,8 @@ def resolve(claim: "Claim", params: Mapping | None) -> dict[str, Any]:
 def _typed(claim, name: str, p, val, like):
     from reprobook.errors import ConfigError
     want = type(like)
+    if want is str and isinstance(val, int) and not isinstance(val, bool):
+        val = str(val)   # -p threads 1: YAML reads a number, the parameter takes its text (then its pattern judges it)
     ok = (isinstance(val, bool) if want is bool else
           isinstance(val, (int, float)) and not isinstance(val, bool) and (want is float or float(val).is_integer())
           if want in (int, float) else isinstance(val, str))

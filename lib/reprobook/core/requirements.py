@@ -671,31 +671,43 @@ class Commands(Requirement):
 @register
 class Kvm(Requirement):
     name = "kvm"
-    facts = {"kvm": flag("whether /dev/kvm is usable"), "kvm_detail": text("how /dev/kvm was read", 1000)}
+    facts = {"kvm": flag("whether /dev/kvm can run a standard guest"), "kvm_detail": text("how /dev/kvm was judged", 1000)}
     schema = {"type": "boolean"}
     expects = "true or false"
     example = "true"
-    # Usable means the user may open /dev/kvm for reading and writing, as QEMU's -enable-kvm does.
+    # Judged by what it can do: the user may open /dev/kvm for reading and writing, as QEMU's -enable-kvm does, and
+    # on x86 the CPU shows its virtualisation extensions (vmx or svm), without which /dev/kvm is a paravirtual one
+    # (a sandbox's or a cloud's) whose guests must be built for it: there QEMU's -cpu host aborts ("failed to set
+    # MSR") and other CPU models hang early in the boot. Other architectures are judged by the device alone.
     probe = r"""
 if [ ! -e /dev/kvm ]; then echo "kvm=missing"
-elif [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=usable"
-else echo "kvm=denied $(ls -l /dev/kvm 2>/dev/null | awk '{print $1, $3, $4}')"; fi
+elif ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then echo "kvm=denied $(ls -l /dev/kvm 2>/dev/null | awk '{print $1, $3, $4}')"
+else
+  case "$(uname -m)" in
+    x86_64|i?86) if grep -qwE 'vmx|svm' /proc/cpuinfo 2>/dev/null; then echo "kvm=usable"; else echo "kvm=paravirtual"; fi ;;
+    *) echo "kvm=usable" ;;
+  esac
+fi
 """.strip()
 
     def parse(self, kv, facts):
         state, _, detail = (kv.get("kvm") or "").partition(" ")
-        words = {"usable": "/dev/kvm can be read and written by the user",
+        words = {"usable": "/dev/kvm can be read and written by the user, and the CPU has its virtualisation extensions",
                  "missing": "there is no /dev/kvm (no hardware virtualisation here, or the kvm module is not loaded)",
                  "denied": f"/dev/kvm exists ({detail}) but the user cannot read and write it (add the user to its "
-                           "group, usually kvm)"}
+                           "group, usually kvm)",
+                 "paravirtual": "/dev/kvm is there and usable, but the CPU shows no virtualisation extensions (no vmx "
+                                "or svm flag in /proc/cpuinfo): a paravirtual KVM, which cannot run a standard guest "
+                                "(QEMU with -enable-kvm fails or hangs); QEMU can still emulate a guest without it "
+                                "(TCG), many times slower"}
         return {"kvm": state == "usable", "kvm_detail": words.get(state, "not probed")}
 
     def describe(self, value):
-        return "KVM (/dev/kvm) usable by the user" if value else None
+        return "KVM (/dev/kvm) that can run a standard guest" if value else None
 
     def shortfall(self, value, facts):
         if value and not facts.get("kvm"):
-            return f"needs KVM usable by the user; {facts.get('kvm_detail') or 'not probed'}"
+            return f"needs KVM that can run a standard guest; {facts.get('kvm_detail') or 'not probed'}"
         return None
 
 

@@ -25,7 +25,10 @@ directory on the guest (default: the guest user's home). Host steps can call
 ``rb_guest COMMAND...`` to run a command there too (to upload or copy back files with
 ``tar``), so that fetching the outputs stays a matter of the host. The guest's host key
 is trusted on first use and kept in the run's directory (``guest_known_hosts``): a VM
-image's key is the image's own, and it is the host, not the client, that connects.
+image's key is the image's own, and it is the host, not the client, that connects. A host step
+that boots a guest calls ``rb_guest_watchdog PID`` with its QEMU's pid: once the job's shell is
+gone, however the job ended (done, failed, cancelled), the watchdog stops that process, so no
+guest outlives its run.
 
 A step with a ``role`` runs on every host of that role of the run's placement (see
 `reprobook.remote.placement`) at once, each line of its output prefixed with the host's name;
@@ -53,6 +56,7 @@ from typing import Any, Mapping, Sequence
 
 from reprobook.core.config import Claim, HostSpec, Paper, Repository, Step
 from reprobook.core.plan import RunPlan
+from reprobook.core.requirements import Kvm
 from reprobook.errors import ConfigError
 
 STEP_MARKER = "### reprobook step"
@@ -145,10 +149,17 @@ rb_end() {  # index hash
 rb_checkout() {  # url commit dir [excluded path pattern...]
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
   git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q -- origin "$2" 2>/dev/null || git -C "$3" fetch -q -- origin
+  git -C "$3" config --unset-all submodule.active 2>/dev/null || true
   if [ $# -gt 3 ]; then  # a sparse checkout: everything but the excluded paths (their blobs may be absent)
     local rb_patterns=('/*') rb_p
-    for rb_p in "${@:4}"; do rb_patterns+=("!/$rb_p"); done
+    for rb_p in "${@:4}"; do
+      rb_patterns+=("!/$rb_p")
+      # a submodule under an excluded path is neither cloned nor checked out (its repository may be out of reach)
+      git -C "$3" config --add submodule.active ":(exclude)$rb_p"
+    done
     git -C "$3" sparse-checkout set --no-cone "${rb_patterns[@]}"
+  elif [ "$(git -C "$3" config --get core.sparseCheckout 2>/dev/null)" = true ]; then
+    git -C "$3" sparse-checkout disable   # a checkout an earlier run made sparse (another scale's) is whole again
   fi
   git -C "$3" checkout -q --detach "$2" 2> >(grep -v "^error: invalid object .* for '" >&2)
   rb_missing=$(git -C "$3" ls-files --deleted | head -n 5)
@@ -158,11 +169,28 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
          "repository's 'exclude' in the paper file." >&2
     exit 3
   fi
-  git -C "$3" submodule update -q --init --recursive
+  if [ $# -gt 3 ]; then  # only the submodules the sparse checkout keeps: an excluded one is not cloned
+    local rb_subs=()
+    mapfile -t rb_subs < <(git -C "$3" ls-files -s -t | sed -n 's/^H 160000 [0-9a-f]* [0-9]*\t//p')
+    if [ ${#rb_subs[@]} -gt 0 ]; then git -C "$3" submodule update -q --init --recursive -- "${rb_subs[@]}"; fi
+  else
+    git -C "$3" submodule update -q --init --recursive
+  fi
   echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
   git -C "$3" submodule status --recursive | while read -r sha path rest; do
+    case "$sha" in -*) continue ;; esac  # not initialised: left out of a sparse checkout
     echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
   done
+}
+rb_guest_watchdog() {  # pid: stop that process (a guest's QEMU) once this job's shell is gone, however the job ended
+  local comm; comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 0
+  # in a session of its own, so that a stop of the job's process group does not take it along; it stops only a
+  # process of the same name, never another that took the pid over
+  # shellcheck disable=SC2016  # expanded by the watchdog's own shell
+  setsid bash -c 'alive() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+    while kill -0 "$3" 2>/dev/null && alive "$1" "$2"; do sleep "$4"; done
+    if alive "$1" "$2"; then kill "$1"; sleep 10; if alive "$1" "$2"; then kill -9 "$1"; fi; fi' \
+    rb-guest-watchdog "$1" "$comm" "$$" "${RB_WATCHDOG_S:-5}" < /dev/null > /dev/null 2>&1 &
 }
 rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, guest_port, guest_user, guest_key)
   local key=${RB_GUEST_KEY:-} rc=0
@@ -205,6 +233,12 @@ rb_expect_submodule() {  # dir path commit
   if [ "$got" != "$3" ]; then echo "submodule $2 is at $got, expected $3" >&2; exit 3; fi
 }
 """
+
+
+_KVM = ("rb_kvm() {  # prints kvm=usable when this host's KVM can run a standard guest (else kvm=missing, denied or\n"
+        "          # paravirtual): the kvm requirement's own probe (reprobook.core.requirements.Kvm)\n"
+        + "\n".join("  " + line for line in Kvm.probe.splitlines()) + "\n}\n")
+"""The shell function ``rb_kvm`` of every job script: a step that boots a guest with KVM asks it first."""
 
 
 def packages_function(step: Step) -> str:
@@ -388,7 +422,7 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
     env["GIT_TERMINAL_PROMPT"] = "0"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
-    out.append(_HELPERS + _PRELUDE)
+    out.append(_HELPERS + _PRELUDE + _KVM)
     out.append('export RB_INPUTS="$RB_RUN_DIR/inputs"')
     for name, data in (inputs or {}).items():
         if not name or name.startswith(("/", ".")) or "/" in name or "\0" in name:

@@ -28,6 +28,7 @@ KERNELS = ("oemu", "baseline")
 """The two kernels of the experiment, as they name the outputs' directories and files."""
 COLUMNS = ["kernel", "setting", "section", "column", "row", "value", "unit", "direction"]
 DIRECTION_WORDS = {"smaller": "smaller is better", "bigger": "bigger is better"}
+NOT_RUN = "not run"  # the cells of a kernel with no row in the run (overhead)
 
 
 def _kernel_of(path: Path) -> str:
@@ -194,7 +195,8 @@ def overhead(measured: pd.DataFrame, *, guide: pd.DataFrame | None = None, slowe
     ``guide`` (published numbers), its baseline, instrumented and slowdown columns are
     added beside, labelled as the guide's example. Rows come in LMBench's order. A section
     LMBench left out of every run of a setting (the loader's ``attrs["sections"]``) has its
-    cells in that setting's column say ``not measured``, never a number.
+    cells in that setting's column say ``not measured``, never a number; a setting with no
+    row at all (a kernel the run did not boot) says ``not run`` in every cell.
     """
     cols = ["section", "column", "unit", "direction", faster, slower, "ratio", "slowdown"]
     rows = []
@@ -217,6 +219,10 @@ def overhead(measured: pd.DataFrame, *, guide: pd.DataFrame | None = None, slowe
                          "direction": DIRECTION_WORDS.get(direction, direction), faster: base, slower: slow,
                          "ratio": ratio, "slowdown": 1 / ratio if direction == "bigger" else ratio})
     table = _mark_not_measured(pd.DataFrame(rows, columns=cols), measured, (faster, slower))
+    if measured is not None and not measured.empty and "setting" in measured and not table.empty:
+        for setting in (faster, slower):  # a kernel the run never measured (the rehearsal's OEMU kernel): not run
+            if setting not in set(measured["setting"]):
+                table[setting] = NOT_RUN
     if guide is not None:
         example = overhead(guide, slower=slower, faster=faster)
         example = example[["section", "column", "unit", "direction", faster, slower, "slowdown"]].rename(

@@ -94,7 +94,10 @@ def macro_stats(outputs) -> pd.DataFrame:
     Columns: ``system``, ``verifier``, ``trusted_loc``, ``proof_loc``, ``code_loc``,
     ``proof_code_ratio``, ``time_1core_s``, ``time_8cores_s``, ``smt_mb``.
     """
+    counts = list(outputs.files.get("linecount", ())) if outputs.has("linecount") else []
     results = _files(outputs, "results", lambda p: p.name == "results.json")
+    if counts and not results:
+        return _macro_linecounts(counts)
     if results:
         frame = parse.read_macro_results(_only(results, "results", outputs))
     else:
@@ -113,6 +116,22 @@ def macro_stats(outputs) -> pd.DataFrame:
     out = frame[parse.FIG8_COLUMNS].reset_index(drop=True)
     out.attrs = dict(frame.attrs)
     return out
+
+
+def _macro_linecounts(paths) -> pd.DataFrame:
+    """A rehearsal's Fig 8: the line counts of ``<project-id>/verus-linecount.json`` files, one Verus row each; the
+    times and SMT size are NaN, and ``attrs["not_run"]`` says why for each of those columns."""
+    rows = []
+    for path in sorted(map(Path, paths)):
+        project = path.parent.name
+        if project not in parse.FIG8_PROJECTS:
+            raise OutputError(f"the directory {project!r} names no case study; expected one of "
+                              f"{', '.join(parse.FIG8_PROJECTS)}", file=path, field="project-id")
+        rows.append({"system": parse.FIG8_PROJECTS[project], "verifier": "Verus", **parse.read_verus_linecount(path),
+                     "time_1core_s": math.nan, "time_8cores_s": math.nan, "smt_mb": math.nan})
+    frame = pd.DataFrame(rows, columns=parse.FIG8_COLUMNS)
+    frame.attrs["not_run"] = {c: parse.NOT_RUN_WITHOUT_VERUS for c in ("time_1core_s", "time_8cores_s", "smt_mb")}
+    return frame
 
 
 @loader("verus.page_table", words=WORDS)
@@ -147,10 +166,14 @@ def mimalloc(outputs) -> pd.DataFrame:
 
     Columns: ``benchmark``, ``allocator`` (``mimalloc``, ``verus-mimalloc``), ``seconds``
     (NaN if the run failed), ``status`` (``ok``, ``fail``), ``run`` (1-based result table).
+    ``attrs``: ``procs`` (the suite's ``--procs``, from ``cores for <allocator>: N``, when the
+    log says it) and ``toolchain`` (a rehearsal's ``# rust: ...`` line, else empty).
     """
-    frame = parse.read_mimalloc_log(_only(_required(outputs, "log"), "log", outputs))
+    path = _only(_required(outputs, "log"), "log", outputs)
+    frame = parse.read_mimalloc_log(path)
     out = frame[["benchmark", "allocator", "seconds", "status", "run"]]
     out.attrs["trial_column"] = "run"   # each result table is a trial of every benchmark
+    out.attrs.update(parse.mimalloc_log_facts(path))
     return out
 
 
@@ -238,7 +261,8 @@ def nr(outputs) -> pd.DataFrame:
     Columns: ``system``, ``write_pct``, ``threads``, ``mops``, ``benchmark``,
     ``numa_policy``, ``replicas`` (Int64), ``run`` (1-based per system, write ratio,
     threads, benchmark and policy), ``seconds`` (measured), ``file`` (``dir/name``).
-    ``attrs["note"]`` flags counter-benchmark smoke data (Fig 10 measures ``vspace``).
+    ``attrs["note"]`` flags counter-benchmark smoke data (Fig 10 measures ``vspace``);
+    ``attrs["trial_column"]`` is ``run``: a point's repetitions are its trials.
     """
     paths = sorted(set(_expand([p for files in outputs.files.values() for p in files],
                                "*.json", "*.csv")))
@@ -258,6 +282,8 @@ def nr(outputs) -> pd.DataFrame:
     frame["run"] = frame.groupby(keys, dropna=False, sort=False).cumcount() + 1
     frame = frame[["system", "write_pct", "threads", "mops", "benchmark", "numa_policy",
                    "replicas", "run", "seconds", "file"]].astype({"replicas": "Int64"})
+    # the repeated runs of a point are its trials: the checks judge their mean, with its spread (one run: as it is)
+    frame.attrs["trial_column"] = "run"
     benches = set(frame["benchmark"].dropna())
     if "counter" in benches:
         frame.attrs["note"] = ("smoke data of NR's counter benchmark, not the vspace benchmark "

@@ -299,6 +299,27 @@ def read_mimalloc_log(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def mimalloc_log_facts(path: str | Path) -> dict:
+    """What a mimalloc log says of how it ran: ``procs`` (``cores for vmi: 2``, printed by
+    ``process-benchmarks-output.py``; every table must say the same) and ``toolchain`` (the ``# rust: ...`` line a
+    rehearsal writes first: the compiler that built Verus-mimalloc, since no Verus did).
+
+    Raises `OutputError` naming the line when two tables ran at different core counts.
+    """
+    path, data = text.read_bytes(path)
+    out: dict = {"toolchain": ""}
+    for no, line in enumerate(text.split_lines(data), start=1):
+        if line.startswith("# rust:") and not out["toolchain"]:
+            out["toolchain"] = line[len("# rust:"):].strip()
+        cores = re.fullmatch(r"cores for (?:mi|vmi): ([0-9]+)\s*", line)
+        if cores:
+            procs = int(cores.group(1))
+            if out.setdefault("procs", procs) != procs:
+                raise OutputError(f"the suite ran at {procs} cores here and at {out['procs']} before; one run's "
+                                  f"tables must share their --procs", file=path, line=no, field="procs")
+    return out
+
+
 def _lines_matching(data: bytes, start: str, pattern: str) -> list[tuple[int, int]]:
     """The lines of ``data`` that begin with ``start`` and match ``pattern`` in full (as decoded lines).
 
@@ -509,6 +530,38 @@ def _fig8_entry(data, at: list, path: Path) -> list:
         value = jsonfmt.get(data, [*at, *key], file=path, kind=kind)
         values.append(float(value) if kind is float else value)
     return values
+
+
+NOT_RUN_WITHOUT_VERUS = "not run here: they need the Verus binary, which needs Rust 1.76 with rustc-dev"
+"""What a line-count rehearsal says in the columns only a verification fills (times, SMT size)."""
+
+
+def read_verus_linecount(path: str | Path) -> dict[str, int | float]:
+    """Read ``line_count --json``'s output (Verus's ``source/tools/line_count``) as the summariser reads it.
+
+    ``summarize/src/main.rs``: trusted = ``total.trusted``; proof = ``proof`` + ``spec`` + ``proof,exec``;
+    code = ``exec`` + ``proof,exec``; the ratio is proof / code. A missing kind counts 0.
+
+    Returns
+    -------
+    dict
+        ``trusted_loc``, ``proof_loc``, ``code_loc``, ``proof_code_ratio``.
+    """
+    data = jsonfmt.load_json(path)
+    total = jsonfmt.get(data, ["total"], file=path, kind=dict)
+
+    def count(kind: str) -> int:
+        value = jsonfmt.get(data, ["total", kind], file=path, default=0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise OutputError(f"total.{kind} is {value!r}, not a count of lines", file=path, field=kind)
+        return value
+    if not total:
+        raise OutputError("total is empty: line_count counted no file", file=path, field="total")
+    trusted = count("trusted")
+    proof = count("proof") + count("spec") + count("proof,exec")
+    code = count("exec") + count("proof,exec")
+    return {"trusted_loc": trusted, "proof_loc": proof, "code_loc": code,
+            "proof_code_ratio": proof / code if code else math.nan}
 
 
 def merge_manual(frame: pd.DataFrame, path: str | Path) -> pd.DataFrame:
