@@ -125,12 +125,16 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_a_guest_booted_by_a_step_goes_down_with_the_job_when_a_later_step_fails(tmp_path):
-    """rb_guest_watchdog: the process a step started in the background (QEMU; here a sleep) ends with the job."""
+@pytest.mark.parametrize("start", ["sleep 300", "setsid sh -c 'sleep 0.7; exec sleep 300'"],
+                         ids=["started", "still-starting"])
+def test_a_guest_booted_by_a_step_goes_down_with_the_job_when_a_later_step_fails(tmp_path, start):
+    """rb_guest_watchdog: the process a step started in the background (QEMU; here a sleep) ends with the job, also
+    when the watchdog is called while it is still a shell (a QEMU started with setsid on a busy host: the watchdog
+    once took that name, stopped watching when QEMU's replaced it, and the guest outlived a cancelled run)."""
     import time
     steps = [{"name": "boot a stand-in guest",
-              "run": 'sleep 300 > /dev/null 2>&1 &\necho $! > "$RB_RUN_DIR/guest.pid"\nrb_guest_watchdog "$!"'},
-             {"name": "a step that fails", "run": "exit 5"}]
+              "run": f'{start} > /dev/null 2>&1 &\necho $! > "$RB_RUN_DIR/guest.pid"\nrb_guest_watchdog "$!"'},
+             {"name": "a step that fails (once the guest has become itself)", "run": "sleep 1.5; exit 5"}]
     paper = load_paper(_paper(tmp_path, params=GUEST_PARAMS, steps=steps))
     script = build_script(paper, make_plan(paper.claim("c")), HostSpec("h", "h", str(tmp_path / "w")), str(tmp_path / "rd"))
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,

@@ -183,7 +183,13 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
   done
 }
 rb_guest_watchdog() {  # pid: stop that process (a guest's QEMU) once this job's shell is gone, however the job ended
-  local comm; comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 0
+  local comm i
+  # the name it runs under: a process just started with `setsid prog ... &` is still the job's shell, then setsid, for
+  # a moment before it becomes prog (on a busy host a watchdog that took that name stopped watching at once)
+  for i in $(seq 100); do
+    comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 0
+    case "$comm" in bash|sh|setsid) sleep 0.1 ;; *) break ;; esac
+  done
   # in a session of its own, so that a stop of the job's process group does not take it along; it stops only a
   # process of the same name, never another that took the pid over
   # shellcheck disable=SC2016  # expanded by the watchdog's own shell
