@@ -78,6 +78,13 @@ def live(tmp_path_factory):
             yield {"workdir": workdir, "tmp": tmp}
 
 
+@pytest.fixture(autouse=True)
+def _project_runs(monkeypatch):
+    """The project's run store, as `make book` reads it: after conftest's `_isolated`, which points REPROBOOK_RUNS at
+    each test's temporary directory (the runs went there and were lost with it)."""
+    monkeypatch.delenv("REPROBOOK_RUNS", raising=False)
+
+
 def _latest(store, claim):
     return max((r for r in store.runs(claim) if r.manifest.get("scale") == "rehearsal"),
                key=lambda r: ((Path(r.path) / "manifest.json").stat().st_mtime, r.id))
