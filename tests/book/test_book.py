@@ -468,8 +468,9 @@ def machine_paths(text: str, *extra: Path) -> list[str]:
     import tempfile
     found = [str(p) for p in (ROOT, ROOT.parent / "shared", *extra) if str(p) in text]
     home = re.escape(str(Path.home()))
-    # the home directory, less the container path /root/eval of Verus's docker commands (not this machine's)
-    found += re.findall(home + r"/(?!eval\b)[\w.-]+", text) if str(Path.home()) != "/" else []
+    # the home directory, less the container path /root/eval of Verus's docker commands and a path inside another
+    # root directory ("$root/root/.ssh" of an image a step makes), neither of them this machine's
+    found += re.findall(r"(?<![\w$}])" + home + r"/(?!eval\b)[\w.-]+", text) if str(Path.home()) != "/" else []
     found += re.findall(re.escape(tempfile.gettempdir()) + r"/(?:pytest-of-|tmp[\w]{6,}|reprobook-)[\w./-]*", text)
     return found
 

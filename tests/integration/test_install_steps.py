@@ -50,6 +50,8 @@ CASES = {
     "Set 1 machine set-up for rust=container: Docker CE and SMT off (setup/cloudlab-1.sh; skipped for rust=host or "
     "when already so)": "script",
     "install the libssl 1.1 that Linear Dafny needs (skipped when installed)": "deb",
+    "install the build dependencies (apt): urcu, hwloc and libclang for bindgen": "apt",
+    "install the suite's build and run dependencies (apt; skipped when all are there)": "apt",
 }
 NOT_RUN_HERE = {
     # copies into /usr/local/lib of the other hosts, over SSH, what the step before built here: it needs a placement
@@ -68,6 +70,12 @@ NOT_RUN_HERE = {
     "reserve the persistent memory: memmap=8G!4G and a reboot (guest=qemu), or check the device or directory",
     "in the guest: append with the three logs, `iterations` times, at one append size (run.sh's loop)",
     "copy the results from the guest to the host; shut the VM down (guest=qemu)",
+    # makes a Debian guest image as root (debootstrap, mkfs.ext4 -d) once its packages are in: `make live-guest` runs
+    # it for real, its apt install included (QEMU, debootstrap)
+    "guest=debian: make the Debian 12 guest image (debootstrap, Debian's kernel), or find it made",
+    # installs nothing: with pages=huge it reserves 1 GiB huge pages as root and gives them back; `make live-verus-nr`
+    # runs it both ways
+    "run both benchmarks at each thread count and share of writes (bench.py's loop, the host's thread counts)",
 }
 # programs a bare host lacks until the steps install them (left out of the PATH)
 ABSENT = {"cmake", "g++", "c++", "make", "autoconf", "automake", "libtoolize", "numactl", "protoc", "docker",
