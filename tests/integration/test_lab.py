@@ -54,7 +54,10 @@ def checkout(tmp_path_factory, mirror):
            "REPROBOOK_ARTIFACT_MIRROR": str(mirror), "REPROBOOK_ARTIFACT_CACHE": str(base / "cache"),
            # the CloudLab import writes an SSH config: here, never the user's ~/.ssh/config
            "REPROBOOK_SSH_CONFIG": str(base / "ssh_config")}
-    settings = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True, "autosaveInterval": 2}}
+    # Lab's autosave starts its next save on a timer without waiting for the one in flight: a save that takes longer
+    # than the interval (on two busy cores, a big page and the index refresh after it) races the next one, which then
+    # finds the file newer than it knew and asks "File Changed". Users keep the 120 s default; 10 s here leaves room.
+    settings = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True, "autosaveInterval": 10}}
     with lab(clone / "notebooks", base, cwd=clone, env=env, settings=settings) as (url, token):
         yield clone, hosts, url, token
 
@@ -76,7 +79,7 @@ def test_run_all_autosave_and_close_leave_the_checkout_clean_and_ask_nothing(che
                 f"{name}: opening it left something to save"
             run_all(page)
             assert page.locator(".jp-OutputArea-output").count() > 3   # the page ran: tables, plot, verdict
-            # autosave (every 2 s here): the model is clean again and the file was written, outputs and all
+            # autosave (every 10 s here): the model is clean again and the file was written, outputs and all
             page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
                                    timeout=60_000)
             assert page_file.stat().st_mtime_ns != before, f"Lab never saved {name}"
