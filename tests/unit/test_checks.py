@@ -83,3 +83,17 @@ def test_claim_aggregation_and_not_run(root):
 def test_bounds_reason_states_the_room_as_per_cent_near_the_bound_and_as_a_ratio_far_above_it(minimum, words):
     r = evaluate_check(spec("at_least", min=minimum, select={"cores": 1, "op": "d"}), DATA, PUB)
     assert r.verdict is Verdict.HOLDS and words in r.reason, r.reason
+
+
+@pytest.mark.parametrize("column", [
+    pd.Series([1, 2, 3, 2]), pd.Series([1.0, float("nan"), 2.5]), pd.Series(["1", "a", "1.0", "2"]),
+    pd.Series([True, False, True]), pd.Series([True, 1, "1", 1.0], dtype=object), pd.Series(["x", None, "y"]),
+    pd.Series(pd.array([1, None, 3], dtype="Int64")), pd.Series(["a", "b"], dtype="string"),
+    pd.Series([float("nan")] * 2)], ids=lambda c: str(c.dtype) + ":" + ",".join(map(str, c)))
+def test_labels_match_alike_by_distinct_value_and_row_by_row(column):
+    """`matches` works out each distinct value's label once where a column holds one kind; the answer is the one
+    row by row gives (1, 1.0 and "1" alike; True not 1; "nan" only NaN)."""
+    from reprobook.core.checks import _key, matches
+    for want in (1, "1", 1.0, [1, 2], "a", "True", True, "nan", 2.5, "x", [3, "b"]):
+        wanted = {_key(w) for w in (want if isinstance(want, list) else [want])}
+        assert matches(column, want).tolist() == column.map(_key).isin(wanted).tolist(), want

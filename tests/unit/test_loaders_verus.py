@@ -607,3 +607,16 @@ def test_page_table_checks_judge_the_repetitions_with_an_interval(tmp_path):
     assert one["repetition"].max() == 1
     r = evaluate_check(claim.checks[0], one, {})
     assert r.interval is None and "no spread could be measured" in r.reason
+
+
+def test_a_loader_of_one_paper_imports_that_paper_alone():
+    """Asking for ``verus.mimalloc`` imports Verus's package, not the other papers' (a command about one paper
+    pays for that one); an unknown name still finds every paper, to list the known loaders."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom reprobook.core.loaders import get_loader\nget_loader('verus.mimalloc')\n"
+            "print(sorted(m for m in sys.modules if m.count('.') == 2 and m.startswith('reprobook.papers.')))\n"
+            "from reprobook.errors import ConfigError\n"
+            "try:\n    get_loader('verus.nothing')\nexcept ConfigError as e:\n    print('pesto.curves' in str(e))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["['reprobook.papers.verus']", "True"]

@@ -324,6 +324,12 @@ def _key(value) -> str:
 def matches(column: pd.Series, want) -> pd.Series:
     """Which values of ``column`` equal ``want`` (or any of a list of them), labels compared as `_key` text."""
     wanted = {_key(w) for w in (want if isinstance(want, (list, tuple)) else [want])}
+    values = column.to_numpy()
+    # one label of one kind (numbers, or text only) has one `_key` per distinct value: work those out, not every
+    # row's (objects of mixed kinds go row by row: True and 1 are equal to Python, yet other labels)
+    if values.dtype.kind in "biuf" or (values.dtype == object and all(type(x) is str for x in values)):
+        hits = [u for u in pd.unique(values) if _key(u) in wanted]
+        return column.isin(hits)
     return column.map(_key).isin(wanted)
 
 
@@ -336,6 +342,26 @@ def _select(data: pd.DataFrame, select: Mapping[str, Any] | None) -> pd.DataFram
         if col not in out.columns:
             raise KeyError(col)
         out = out[_match(out[col], val)]
+    return out
+
+
+def _selected(spec: CheckSpec, what: str, data: pd.DataFrame, select: Mapping[str, Any] | None,
+              at: np.ndarray | None = None) -> np.ndarray:
+    """The positions (in ``data``, among ``at`` when given) of the rows `_select` keeps: worked out once per check
+    while its bootstrap resamples are judged, whose rows carry the same labels each time (only values change)."""
+    cache = _RESAMPLE_CACHE.get()
+    key = ("selected", id(spec), what, tuple(data.index), None if at is None else tuple(at))
+    if cache is not None and key in cache:
+        return cache[key]
+    rows = data if at is None else data.iloc[at]
+    keep = np.ones(len(rows), dtype=bool)
+    for col, val in (select or {}).items():
+        if col not in rows.columns:
+            raise KeyError(col)
+        keep &= _match(rows[col], val).to_numpy(bool)
+    out = (np.arange(len(data)) if at is None else np.asarray(at))[keep]
+    if cache is not None:
+        cache[key] = out
     return out
 
 
@@ -803,11 +829,13 @@ def _ratio(spec, rows, data, published):
             return _inconclusive(spec, f"the measured data has no column {col!r}")
     keys = [c for c in by if c not in num and c not in den]
     recs, skipped = [], []
-    for key, g in _groups(rows, keys):
+    values = rows[v].to_numpy(float)
+    for key, at in _group_positions(spec, rows, keys):
         where = ", ".join(f"{k}={x}" for k, x in zip(keys, key))
-        top, bottom = _select(g, num)[v].dropna(), _select(g, den)[v].dropna()
-        if top.empty or bottom.empty:
-            which = num if top.empty else den
+        top, bottom = (values[_selected(spec, side, rows, sel, at)] for side, sel in (("num", num), ("den", den)))
+        top, bottom = top[~np.isnan(top)], bottom[~np.isnan(bottom)]
+        if not len(top) or not len(bottom):
+            which = num if not len(top) else den
             skipped.append((where, f"no measured rows for {which}"))
             continue
         n, d = float(top.mean()), float(bottom.mean())
@@ -815,6 +843,14 @@ def _ratio(spec, rows, data, published):
                      "ratio": n / d if d != 0 else math.nan})
     if not recs:
         return _inconclusive(spec, _skipped_words(skipped))
+    if _MARGIN_ONLY.get() and "aggregate" not in o and all(r["denominator"] != 0 for r in recs):
+        # a bootstrap resample: its margin only (as `_finish` and `_partial` would give it), without their tables
+        margins = [bound_margin(r["ratio"], lo, hi) for r in recs]
+        margin = min(margins)
+        verdict = Verdict.HOLDS if margin >= 0 else Verdict.FAILS
+        if any(math.isnan(m) for m in margins) or skipped and verdict is Verdict.HOLDS:
+            return CheckResult(spec.what, spec.kind, Verdict.INCONCLUSIVE, "", None, pd.DataFrame())
+        return CheckResult(spec.what, spec.kind, verdict, "", margin, pd.DataFrame())
     ev = pd.DataFrame(recs)
     bound = _bound_words(lo, hi)
     nwords = ", ".join(f"{k}={x}" for k, x in num.items())
@@ -1104,7 +1140,8 @@ def _evaluate(spec: CheckSpec, data: pd.DataFrame, published: Mapping[str, Publi
     if missing:
         return _inconclusive(spec, f"the measured data has no column {missing[0]!r} to tell its points apart by")
     try:
-        rows = _select(data, spec.options.get("select"))
+        select = spec.options.get("select")
+        rows = data.iloc[_selected(spec, "select", data, select)] if select else data
     except KeyError as exc:
         return _inconclusive(spec, f"the measured data has no column {exc.args[0]!r} to select on")
     if rows.empty:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
-from reprobook.core.plugins import load_papers
+from reprobook.core.plugins import load_paper, load_papers
 from reprobook.errors import ConfigError, ReprobookError
 
 _REGISTRY: dict[str, Callable] = {}
@@ -67,7 +67,7 @@ def column_words(name: str | None, column: str) -> tuple[str, str]:
     ('tput', 'tx/s')
     """
     if name and name not in _REGISTRY:
-        _discover()
+        _discover(name)
     words = getattr(_REGISTRY.get(name or ""), "words", None) or {}
     if column in words:
         return words[column]
@@ -84,7 +84,11 @@ def column_heading(name: str | None, column: str) -> str:
     return f"{label} ({unit})" if unit else label
 
 
-def _discover() -> None:
+def _discover(name: str | None = None) -> None:
+    """Import the papers, so that their loaders are registered: only the one ``name`` is prefixed with (``verus`` of
+    ``verus.mimalloc``) when it registers that loader, else every one."""
+    if name and "." in name and load_paper(name.split(".", 1)[0]) and name in _REGISTRY:
+        return
     load_papers()
 
 
@@ -96,7 +100,8 @@ def names() -> list[str]:
 
 def get_loader(name: str) -> Callable:
     """The loader registered as ``name`` (`ConfigError` listing the known ones if there is none)."""
-    _discover()
+    if name not in _REGISTRY:
+        _discover(name)
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -55,6 +55,27 @@ def load_papers() -> dict[str, str]:
     return loaded
 
 
+def load_paper(name: str) -> bool:
+    """Import the paper ``name`` alone (a paper shipped with reprobook), not every paper: True if it was found.
+
+    The registries use it first for what a paper registered under its own name (its loader ``verus.mimalloc``:
+    paper ``verus``), so that a command about one paper does not import the others; anything else, and a paper
+    installed from elsewhere, is found by `load_papers`.
+    """
+    module = f"{BUILTIN}.{name}"
+    if not name.isidentifier() or name.startswith("_"):
+        return False
+    if module in sys.modules:
+        return True
+    if importlib.util.find_spec(module) is None:
+        return False
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"the paper plug-in {name!r} ({module}) cannot be imported: {exc}") from exc
+    return True
+
+
 def source_folders() -> list[Path]:
     """reprobook's folder and each paper plug-in's outside it (a plug-in of one module: its file): the code a loaded
     paper was checked by (`reprobook.core.cache` keeps a paper with the sizes and times of their files)."""

@@ -108,22 +108,27 @@ def load_yaml(path: Path, schema: str, *, cache: Path | None = None, text: str |
     return data
 
 
-def jsonschema_module():
-    """``jsonschema``, imported without its optional RFC 3987 format checker.
+OPTIONAL_FORMAT_MODULES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc3339_validator", "isoduration",
+                           "fqdn", "idna", "webcolors", "jsonpointer", "uri_template")
+"""What ``jsonschema`` imports to check string ``format``s when installed (Jupyter installs them all)."""
 
-    Our schemas use no ``format``; that checker's grammar takes over a second
-    to build at import, on every command. Only the first import is affected.
+
+def jsonschema_module():
+    """``jsonschema``, imported without its optional ``format`` checkers.
+
+    Our schemas use no ``format``; the checkers' modules cost a tenth of a second to import (RFC 3987's grammar
+    alone over a second to build) on every command that validates. Only the first import is affected.
     """
     if "jsonschema" in sys.modules:
         return sys.modules["jsonschema"]
-    block = "rfc3987_syntax" not in sys.modules
-    if block:
-        sys.modules["rfc3987_syntax"] = None  # makes `import rfc3987_syntax` raise ImportError
+    blocked = [m for m in OPTIONAL_FORMAT_MODULES if m not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # makes `import name` raise ImportError
     try:
         import jsonschema
     finally:
-        if block:
-            del sys.modules["rfc3987_syntax"]
+        for name in blocked:
+            del sys.modules[name]
     return jsonschema
 
 
