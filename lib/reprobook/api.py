@@ -579,6 +579,10 @@ def glue_verdict(verdict: checks.ClaimVerdict) -> None:
         verdicts.write(directory, verdicts.record(verdict, _CHECKED.get(verdict.claim),
                                                   fingerprint=os.environ.get(verdicts.ENV_FINGERPRINT)))
     try:
+        # MyST-NB's glue imports nbformat, and it jsonschema: without its format checkers (whose grammars cost a
+        # second and a half to build, in every kernel that records a verdict)
+        from reprobook.core.schema import jsonschema_module
+        jsonschema_module()
         from myst_nb import glue
     except ImportError:  # pragma: no cover - myst-nb is a dependency
         return

@@ -39,10 +39,12 @@ from pathlib import Path
 
 KERNEL_NAME = "reprobook-forked"
 ENV_SOCKET = "REPROBOOK_FORK_SERVER"
-PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "reprobook.api", "reprobook.report",
-           "reprobook.book.plots")
+PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "seaborn", "reprobook.api",
+           "reprobook.report", "reprobook.book.plots", "myst_nb.ext.glue")
 """What the server imports once: the kernel itself and what the book's notebooks import (the papers' plug-ins too,
-which `reprobook.core.plugins` finds)."""
+which `reprobook.core.plugins` finds; seaborn for the plots; MyST-NB's glue, by which a page gives the book its
+verdict, and with it nbformat and jsonschema, imported without the format checkers: see
+`reprobook.core.schema.jsonschema_module`)."""
 INLINE = "module://matplotlib_inline.backend_inline"
 
 
@@ -142,6 +144,11 @@ def serve(sock_path: str, preload: list[str], ready_fd: int) -> None:
     import importlib
     started_in = os.getcwd()  # `python -m` put it first on sys.path; a kernel would not have it
     os.environ.setdefault("MPLBACKEND", INLINE)  # what ipykernel sets before the notebook imports matplotlib
+    try:   # before anything imports jsonschema (nbformat does) with its checkers' grammars
+        from reprobook.core.schema import jsonschema_module
+        jsonschema_module()
+    except Exception:  # noqa: BLE001 - as below
+        pass
     for name in preload:
         try:
             importlib.import_module(name)
