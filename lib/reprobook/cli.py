@@ -520,10 +520,15 @@ def cmd_runs(args) -> int:
         _print_table(rows, ["run id", "claim", "source", "host", "status", "verdict", "created"])
     for note in notes:
         print(f"reprobook: {printable(note)}", file=sys.stderr)
-    for path in RunStore(project.settings.runs_dir).unreadable(claim):
-        print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
-              file=sys.stderr)
+    _warn_unreadable(RunStore(project.settings.runs_dir), claim)
     return 0
+
+
+def _warn_unreadable(store, claim=None) -> None:
+    """A warning for each manifest the listing passed over."""
+    for path in store.unreadable(claim):
+        print(f"reprobook: warning: {path}: unreadable manifest (truncated, or not a reprobook manifest: no run_id); "
+              "the run's files are kept beside it", file=sys.stderr)
 
 
 RECENT_RUNS = 10
@@ -548,9 +553,7 @@ def _recent_runs(args) -> int:
     project = _project()
     store = RunStore(project.settings.runs_dir)
     runs = store.runs()[::-1]   # the store's order is oldest first
-    for path in store.unreadable():
-        print(f"reprobook: warning: {path}: unreadable manifest (truncated?); the run's files are kept beside it",
-              file=sys.stderr)
+    _warn_unreadable(store)
     if not runs:
         print("\n".join(textwrap.wrap(f"no runs recorded yet in the run store {project.settings.runs_dir}: "
                                       f"`reprobook run PAPER/CLAIM` makes one (`reprobook claims` lists the claims)",

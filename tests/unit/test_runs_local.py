@@ -51,9 +51,29 @@ def test_truncated_manifest_is_an_error_naming_the_file_and_keeps_the_run(root, 
     assert err.value.file == str(run.path / "manifest.json") and "not valid JSON" in str(err.value)
     assert (run.path / "outputs" / "a.csv").read_text() == "m,1,2\n"
     assert [r.id for r in store.runs()] == [] and store.unreadable() == [run.path / "manifest.json"]
-    (run.path / "manifest.json").write_text("[]")
-    with pytest.raises(OutputError, match="run_id"):
-        store.load("run-t")
+    for not_ours in ("[]", '{"claim": "aardvark/archive-throughput", "status": "succeeded"}', '{"run_id": 7}'):
+        (run.path / "manifest.json").write_text(not_ours)
+        with pytest.raises(OutputError, match="run_id"):
+            store.load("run-t")
+        # the listings pass over it (and say so), as over a truncated one: nothing else of the store is lost
+        assert [r.id for r in store.runs()] == [] and store.unreadable() == [run.path / "manifest.json"]
+
+
+def test_the_run_listings_pass_over_a_manifest_without_run_id_and_warn(root, tmp_path, monkeypatch, capsys):
+    """``reprobook status`` and ``reprobook runs`` list the good runs and warn of the manifest with no run_id
+    (a JSON object, but not a reprobook run's): no traceback."""
+    from reprobook.cli import main
+    claim = load_project(root).claim("aardvark/archive-throughput")
+    store = RunStore(tmp_path / "runs")
+    store.create(claim, "run-good", source="live", status="succeeded")
+    bad = store.create(claim, "run-bad", source="live", status="succeeded")
+    (bad.path / "manifest.json").write_text('{"claim": "aardvark/archive-throughput", "status": "succeeded"}')
+    monkeypatch.setenv("REPROBOOK_RUNS", str(tmp_path / "runs"))
+    for argv in (["status"], ["runs", "aardvark/archive-throughput"]):
+        assert main(argv) == 0, argv
+        out, err = capsys.readouterr()
+        assert "run-good" in out and "run-bad" not in out and "Traceback" not in out + err
+        assert f"{bad.path / 'manifest.json'}: unreadable manifest" in err and "no run_id" in err
 
 
 def test_fetch_resumes_and_verifies(host, tmp_path):

@@ -333,22 +333,16 @@ class RunStore:
         pattern = f"{claim.paper}/{claim.id}/*/{MANIFEST}" if claim else f"*/*/*/{MANIFEST}"
         out = []
         for m in self.root.glob(pattern):
-            try:
-                out.append(Run(m.parent, json.loads(m.read_text())))
-            except (OSError, json.JSONDecodeError):
-                continue
-        return sorted(out, key=lambda r: (r.manifest.get("created", ""), r.id))
+            manifest = _manifest_or_none(m)
+            if manifest is not None:
+                out.append(Run(m.parent, manifest))
+        return sorted(out, key=lambda r: (str(r.manifest.get("created", "")), r.id))
 
     def unreadable(self, claim: Claim | None = None) -> list[Path]:
-        """Manifests `runs` passes over because they cannot be read (truncated, not JSON)."""
+        """Manifests `runs` passes over because they cannot be read (truncated, not JSON, not a reprobook manifest:
+        no ``run_id``)."""
         pattern = f"{claim.paper}/{claim.id}/*/{MANIFEST}" if claim else f"*/*/*/{MANIFEST}"
-        bad = []
-        for m in sorted(self.root.glob(pattern)):
-            try:
-                json.loads(m.read_text())
-            except (OSError, json.JSONDecodeError):
-                bad.append(m)
-        return bad
+        return [m for m in sorted(self.root.glob(pattern)) if _manifest_or_none(m) is None]
 
     def latest(self, claim: Claim, *, sources: Iterable[str] = ("live", "import"), status: Iterable[str] = ("succeeded",),
                params: dict | None = None) -> Run | None:
@@ -498,6 +492,14 @@ def _clean_staging(staging: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def _manifest_or_none(path: Path) -> dict | None:
+    """The manifest at ``path`` if it is one `_read_manifest` accepts, else None."""
+    try:
+        return _read_manifest(path)
+    except (OSError, OutputError):
+        return None
+
+
 def _read_manifest(path: Path) -> dict:
     try:
         manifest = json.loads(path.read_text())
@@ -505,6 +507,6 @@ def _read_manifest(path: Path) -> dict:
         raise OutputError(f"the run's manifest is not valid JSON ({exc.msg} at line {exc.lineno}, column "
                           f"{exc.colno}; truncated?). The fetched files beside it are untouched.",
                           file=path, line=exc.lineno) from None
-    if not isinstance(manifest, dict) or "run_id" not in manifest:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("run_id"), str) or not manifest["run_id"]:
         raise OutputError("the run's manifest has no run_id: not a reprobook manifest", file=path, field="run_id")
     return manifest
