@@ -1057,8 +1057,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = cl.add_parser("forget", help="remove an imported cluster: from hosts.yaml, its SSH config file and Include",
                       description="Remove CLUSTER from configs/hosts.yaml ($REPROBOOK_HOSTS) with the hosts its import "
                                   "wrote, its SSH config file and the Include line of it in ~/.ssh/config "
-                                  "($REPROBOOK_SSH_CONFIG). Every other host, cluster, comment and SSH entry stays as "
-                                  "it was.")
+                                  "($REPROBOOK_SSH_CONFIG), and its nodes' keys from known_hosts (ssh-keygen -R: "
+                                  "the next experiment on a node has a new key). Every other host, cluster, comment "
+                                  "and SSH entry stays as it was.")
     c.add_argument("cluster", help="the cluster's name in hosts.yaml")
     c.set_defaults(func=cmd_cloudlab)
 

@@ -33,6 +33,8 @@ import datetime as dt
 import fnmatch
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -884,13 +886,57 @@ def forget(project, cluster: str, *, out=print) -> int:
     """``reprobook cloudlab forget CLUSTER``: `forget_cluster`, and what it did in words."""
     if not _NAME.fullmatch(cluster or ""):
         raise ConfigError(f"{cluster!r}: a cluster name is letters, digits, '.', '_' and '-'")
+    # where each imported node's key is recorded, read while the cluster's SSH config still says where the node is
+    keys = _key_entries(project, [n for n, h in project.hosts.hosts.items() if h.node])
     gone, kept = forget_cluster(project.hosts.path, cluster, ssh_config=project.settings.ssh_config)
     user_cfg = Path(project.settings.ssh_config) if project.settings.ssh_config else Path.home() / ".ssh" / "config"
     out(f"cluster {cluster}: removed from {project.hosts.path} with {len(gone)} host(s)"
         + (f" ({', '.join(gone[:4])}{', ...' if len(gone) > 4 else ''})" if gone else "")
         + (f"; kept {', '.join(kept)} (not written by an import of it, or in another cluster)" if kept else ""))
     out(f"SSH config: {_ssh_file(user_cfg, cluster)} and its Include in {user_cfg} removed")
+    removed = _forget_keys({n: keys[n] for n in gone if n in keys},
+                           {keys[n][0] for n in keys if n not in gone})
+    if removed:
+        out(f"host keys: {len(removed)} removed ({', '.join(sorted(removed)[:4])}{', ...' if len(removed) > 4 else ''}): "
+            "a node of a later experiment gets a new key")
     return 0
+
+
+def _key_entries(project, names: Sequence[str]) -> dict[str, tuple[str, list[Path]]]:
+    """Per host: the name its key is recorded under in known_hosts (``host`` or ``[host]:port``) and the known_hosts
+    files its SSH config names."""
+    from reprobook.remote.hosts import SshHost
+    out = {}
+    for name in names:
+        try:
+            conn = SshHost(project.hosts.host(name), project.settings.ssh_config)._make_connection()
+        except ReprobookError:
+            continue
+        entry = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
+        files = [Path(os.path.expanduser(f)) for f in
+                 (conn.ssh_config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()]
+        out[name] = (entry, files)
+    return out
+
+
+def _forget_keys(gone: Mapping[str, tuple[str, list[Path]]], still_used: set[str]) -> set[str]:
+    """Remove the known_hosts lines of the forgotten nodes (``ssh-keygen -R``, hashed lines too), except where another
+    host still reaches the same address; the names whose keys went."""
+    removed = set()
+    keygen = shutil.which("ssh-keygen")
+    if not keygen:
+        return removed
+    for entry, files in gone.values():
+        if entry in still_used:
+            continue
+        for f in files:
+            if not f.is_file():
+                continue
+            res = subprocess.run([keygen, "-R", entry, "-f", str(f)], capture_output=True, text=True, timeout=30,
+                                 stdin=subprocess.DEVNULL)
+            if res.returncode == 0 and "found" in res.stdout + res.stderr:
+                removed.add(entry)   # (ssh-keygen keeps the file as it was beside it, as known_hosts.old)
+    return removed
 
 
 # --------------------------------------------------------------------------- profiles

@@ -122,9 +122,15 @@ def test_two_experiments_with_the_same_node_names_are_both_checked_and_one_is_fo
         cfg = load_hosts(user)
         assert [cfg.hosts[f"{cluster}-{n}"].target()[1] for n in names] == [f"127.0.0.{first + k}" for k in range(3)]
         assert [cfg.hosts[f"{cluster}-{n}"].node for n in names] == names
-    # forget b: a and the user's SSH config as they were before b came
+    # forget b: a and the user's SSH config as they were before b came; b's host keys leave known_hosts, a's stay
+    known = bed.known_hosts_path
+    port = {n: bed.servers[n].port for n in ("a0", "b0")}
+    assert f"[127.0.0.163]:{port['b0']}" in known.read_text() and f"[127.0.0.160]:{port['a0']}" in known.read_text()
     res = _rb("cloudlab", "forget", "b")
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "host keys: 3 removed" in res.stdout, res.stdout
+    assert "[127.0.0.16" in known.read_text() and not any(f"[127.0.0.{163 + k}]:" in known.read_text() for k in range(3))
+    assert all(f"[127.0.0.{160 + k}]:" in known.read_text() for k in range(3))
     assert bed.ssh_config_path.read_bytes() == ssh_with_a and user.read_bytes() == hosts_with_a
     assert not (bed.ssh_config_path.parent / "reprobook" / "b.conf").exists()
     chk = _rb("check-host", "a", "--claim", claim)
