@@ -8,6 +8,7 @@ labelled where it is defined.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -185,6 +186,28 @@ def test_pdf_text_of_the_rendered_fig8(mirror, tmp_path):
     assert "Mimalloc 282 13703 3178 4.3 247 46 127" in lines
     raises_at(lambda: text.read_pdf_lines(write(tmp_path, "x.pdf", b"%PDF-1.4 garbage")),
               tmp_path / "x.pdf", None, match="PDF")
+
+
+def test_a_pdf_read_before_is_not_extracted_again_and_a_changed_one_is(mirror, tmp_path, monkeypatch):
+    """The text is kept by the PDF's content: read again, the same bytes come from the cache (pypdf not asked); one
+    byte more is another PDF; a damaged entry is extracted again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    pdf = tmp_path / "fig8.pdf"
+    pdf.write_bytes(shipped(mirror, f"{VERUS}/site/assets/macro-table.pdf").read_bytes())
+    _, first = text.read_pdf_lines(pdf)
+    entries = list((tmp_path / "cache" / "reprobook" / "pdf-text").glob("*.json"))
+    assert len(entries) == 1 and "Mimalloc 282 13703 3178 4.3 247 46 127" in first
+    def asked(*args, **kwargs):
+        raise RuntimeError("pypdf was asked")
+    with monkeypatch.context() as m:   # pypdf's reader refuses: only the cache can answer
+        m.setattr("pypdf.PdfReader", asked)
+        assert text.read_pdf_lines(pdf)[1] == first
+        pdf.write_bytes(pdf.read_bytes() + b"\n")   # another PDF (a byte more): not in the cache
+        with pytest.raises(RuntimeError, match="asked"):
+            text.read_pdf_lines(pdf)
+    entries[0].write_text("[1, 2")   # damaged: read again from the PDF it was made of
+    pdf.write_bytes(pdf.read_bytes()[:-1])
+    assert text.read_pdf_lines(pdf)[1] == first and len(json.loads(entries[0].read_text())) == len(first)
 
 
 # --- tables: CSV and TSV -----------------------------------------------------------------------

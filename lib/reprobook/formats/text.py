@@ -730,20 +730,80 @@ def _whitespace_table(data: bytes, at: int, *, file, header_line: int, converter
 def read_pdf_lines(path: str | Path) -> tuple[Path, list[str]]:
     """The text of a PDF (all pages, in reading order) as lines, for the rest of the kit.
 
-    Line numbers in later errors count lines of this extracted text.
+    Line numbers in later errors count lines of this extracted text. The text of a PDF read before (the same bytes,
+    by the same pypdf) is taken from `PDF_TEXT_CACHE` rather than extracted again (a tenth of a second).
     """
     path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise OutputError(f"cannot read the PDF ({exc.strerror or exc})", file=path) from exc
+    cached, key = _pdf_text_cached(data)
+    if cached is not None:
+        return path, cached
     try:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError as exc:  # pragma: no cover - pypdf is a dependency
         raise OutputError("reading a PDF needs the pypdf package", file=path) from exc
     try:
-        reader = PdfReader(path)
+        import io
+        reader = PdfReader(io.BytesIO(data))
         text = "\n".join(page.extract_text() or "" for page in reader.pages)
     except (OSError, ValueError, PyPdfError) as exc:
         raise OutputError(f"cannot read the PDF ({exc})", file=path) from exc
     lines = text.split("\n")
     if not any(line.strip() for line in lines):
         raise OutputError("the PDF holds no text", file=path)
+    _pdf_text_keep(key, lines)
     return path, lines
+
+
+def _pdf_cache_dir() -> Path:
+    import os
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprobook" / "pdf-text"
+
+
+PDF_TEXT_CACHE = "$XDG_CACHE_HOME/reprobook/pdf-text (~/.cache/reprobook/pdf-text)"
+"""Where the text of each PDF read is kept, a file per content hash (of the PDF's bytes and the pypdf that read
+them): a PDF changed, or read by another pypdf, is a new key. An entry that cannot be read is read again."""
+
+
+def _pdf_text_cached(data: bytes) -> tuple[list[str] | None, str | None]:
+    import hashlib
+    import importlib.util
+    import json
+    spec = importlib.util.find_spec("pypdf")
+    if spec is None or not spec.origin:
+        return None, None
+    try:   # the pypdf installed: its version file's size and time change with it
+        st = (Path(spec.origin).parent / "_version.py").stat()
+    except OSError:
+        return None, None
+    key = hashlib.sha256(data + f"\0pypdf {st.st_size} {st.st_mtime_ns}".encode()).hexdigest()
+    try:
+        lines = json.loads((_pdf_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, key
+    ok = isinstance(lines, list) and all(isinstance(x, str) for x in lines)
+    return (lines if ok else None), key
+
+
+def _pdf_text_keep(key: str | None, lines: list[str]) -> None:
+    if key is None:
+        return
+    import json
+    import os
+    import tempfile
+    try:
+        folder = _pdf_cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
+    except OSError:   # a cache that cannot be written is no cache: the text is extracted again next time
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(lines, f)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
