@@ -33,7 +33,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from html import unescape
@@ -47,6 +46,7 @@ from reprobook.formats.gotest import parse_go_duration
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import GIT_MIRROR, ROOT, real_project_host, unavailable
+from tests.support.live import REPROBOOK, opt_in, step_times
 
 pytestmark = pytest.mark.ssh
 
@@ -54,7 +54,6 @@ HOST = "aard"
 REPO = "derbear/aardvark-prototype"
 COMMIT = "dd8f6aaf5f76173118f3f3decbe099bda5972ce2"
 REHEARSAL = {"scale": "rehearsal"}
-REPROBOOK = [sys.executable, "-m", "reprobook"]
 EXIT = {"holds": 0, "fails": 1, "inconclusive": 3}
 TOOLS = ("cargo", "go", "cmake", "make", "g++", "autoconf", "automake", "libtoolize", "numactl", "git")
 
@@ -77,9 +76,8 @@ def aard(tmp_path, bed, monkeypatch):
     targets in the run's workdir. What was *downloaded* (the crates' registry in ``CARGO_HOME``, Go's module
     cache) is kept between test runs in ``$XDG_CACHE_HOME/reprobook-tests`` (``~/.cache``), as a CI keeps a
     dependency cache: downloading them again is not what the test is about."""
-    if os.environ.get("REPROBOOK_LIVE_AARDVARK") != "1":
-        pytest.skip("opt-in: `make live-aardvark` builds Aardvark's Rust, C++ and Go from source (about 10 minutes "
-                    "idle) and rehearses its three claims")
+    opt_in("REPROBOOK_LIVE_AARDVARK", "`make live-aardvark` builds Aardvark's Rust, C++ and Go from source (about 10 "
+                                      "minutes idle) and rehearses its three claims")
     why = _missing()
     if why:
         unavailable(why)
@@ -114,15 +112,8 @@ def _steps(log: str) -> list[str]:
 
 
 def _step_seconds(log: str) -> dict[str, int]:
-    names, out = {}, {}
-    for line in _steps(log):
-        m = re.match(r"### reprobook step (\d+)/\d+: (.*)", line)
-        if m:
-            names[m.group(1)] = m.group(2)[:60]
-        m = re.match(r"### reprobook: step (\d+) done in (\d+) s", line)
-        if m:
-            out[names[m.group(1)]] = int(m.group(2))
-    return out
+    """The seconds of each step done, by the first 60 characters of its title."""
+    return {s.name[:60]: s.seconds for s in step_times(log)}
 
 
 def _kill_the_go_build(workdir: Path, done: threading.Event, said: list) -> None:

@@ -24,7 +24,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from reprobook.papers.ozz import lmbench
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import _wait_for
+from tests.support.live import REPROBOOK, opt_in
 
 pytestmark = pytest.mark.ssh
 
@@ -49,7 +49,6 @@ CLAIM = "ozz/lmbench-overhead"
 LMBENCH = "701c6c35b0270d4634fb1dc5272721340322b8ed"
 PATCHES = ["scripts/lmbench: Make MMAP use lmdd to create test file", "Fix rpc.h not found", "Skip memory check"]
 DATA = ROOT / "tests" / "unit" / "data" / "lmbench"
-REPROBOOK = [sys.executable, "-m", "reprobook"]
 
 
 def _unavailable(reason: str) -> None:
@@ -121,9 +120,8 @@ def _kvm_runs_guests() -> bool:
 def test_a_host_without_the_kernels_is_refused_and_the_boot_step_says_why(ozz):
     if (Path.home() / "ozz").exists():
         pytest.skip("this machine has ~/ozz: it may well be an Ozz host")
-    if os.environ.get("REPROBOOK_LIVE_LMBENCH") != "1":
-        pytest.skip("opt-in: `make live-lmbench` builds and runs LMBench for real in the stand-in guest (about five "
-                    "minutes on two idle cores)")
+    opt_in("REPROBOOK_LIVE_LMBENCH", "`make live-lmbench` builds and runs LMBench for real in the stand-in guest "
+                                     "(about five minutes on two idle cores)")
     for repo in ("intel/lmbench", "casys-kaist/ozz_artifact"):
         if not (MIRROR / repo).is_dir():
             _unavailable(f"the git mirror {MIRROR / repo} is absent")

@@ -20,15 +20,12 @@ run store, so ``make book`` afterwards shows it on the claim's page.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from reprobook.core.config import load_project
 from reprobook.core.loaders import load
@@ -37,40 +34,31 @@ from reprobook.papers.ozz import lmbench
 from reprobook.papers.ozz.loaders import phases
 from reprobook.sources import from_run
 from tests.integration.conftest import ROOT
-from tests.support.gitmirror import GIT_MIRROR
+from tests.support.live import (REPROBOOK, latest_rehearsal, live_dir, needs_mirror, needs_root, opt_in,
+                                project_store_env, write_hosts)
+from tests.support.live import project_runs  # noqa: F401 - autouse: each test reads the project's run store
 from tests.support.sshd import SshTestbed, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(3600)]
-LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-guest"))
-REPROBOOK = [sys.executable, "-m", "reprobook"]
+LIVE_DIR = live_dir("/var/tmp/reprobook-live-guest")
 CLAIM = "ozz/lmbench-overhead"
-_DONE = re.compile(r"^### reprobook: step (\d+) done in (\d+) s", re.M)
-_STEP = re.compile(r"^### reprobook step (\d+)/\d+: (.*?)(?: \(expected .*\))?$", re.M)
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory):
-    if os.environ.get("REPROBOOK_LIVE_GUEST") != "1":
-        pytest.skip("opt-in: `make live-guest` makes a Debian guest image, boots it with QEMU and runs LMBench in it "
-                    "(about 20 minutes the first time, 7 once the image is made, on two busy cores)")
-    if os.geteuid() != 0:
-        pytest.skip("needs root: debootstrap makes the guest image, and apt installs QEMU")
-    for repo in ("intel/lmbench", "casys-kaist/ozz_artifact"):
-        if not (GIT_MIRROR / repo).is_dir():
-            pytest.fail(f"the git mirror lacks {repo} ({GIT_MIRROR})")
+    opt_in("REPROBOOK_LIVE_GUEST", "`make live-guest` makes a Debian guest image, boots it with QEMU and runs "
+                                   "LMBench in it (about 20 minutes the first time, 7 once the image is made, on two "
+                                   "busy cores)")
+    needs_root("debootstrap makes the guest image, and apt installs QEMU")
+    needs_mirror("intel/lmbench", "casys-kaist/ozz_artifact")
     LIVE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_factory.mktemp("guest")
     with SshTestbed(tmp / "ssh") as bed:
         bed.add_host("ozz-ae", "127.0.0.92")
         workdir = LIVE_DIR / "work"
-        hosts = {"hosts": {"ozz-ae": {"ssh": "ozz-ae", "workdir": str(workdir),
-                                      "git_url_rewrites": {"https://github.com/": f"{GIT_MIRROR}/"}}}}
-        (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
-        env = {**os.environ, "REPROBOOK_ROOT": str(ROOT), "REPROBOOK_HOSTS": str(tmp / "hosts.yaml"),
-               "REPROBOOK_SSH_CONFIG": str(bed.ssh_config_path)}
-        env.pop("REPROBOOK_VERDICT_FILE", None)
-        env.pop("REPROBOOK_RUNS", None)  # the project's run store, so that `make book` shows the run
-        yield {"bed": bed, "workdir": workdir, "env": env, "tmp": tmp}
+        # the CLI's runs go to the project's run store, so that `make book` afterwards shows them on the claim's page
+        with project_store_env(write_hosts(tmp / "hosts.yaml", "ozz-ae", workdir), bed) as env:
+            yield {"bed": bed, "workdir": workdir, "env": env, "tmp": tmp}
 
 
 def _cli(host, *args: str, timeout: float = 3000) -> subprocess.CompletedProcess:
@@ -89,8 +77,7 @@ def _qemu_running(pid_file: Path) -> bool:
         return False
 
 
-def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(host, monkeypatch):
-    monkeypatch.delenv("REPROBOOK_RUNS")  # the project's run store, where the CLI records the run (tests/conftest.py)
+def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(host):
     project = load_project(ROOT)
     claim = project.claim(CLAIM)
     store = RunStore(project.settings.runs_dir)
@@ -105,8 +92,7 @@ def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(h
     assert res.returncode == 3, out  # inconclusive: the instrumented kernel is not run here
     assert f"{CLAIM}: INCONCLUSIVE" in res.stdout, out
 
-    run = max((r for r in store.runs(claim) if r.manifest.get("scale") == "rehearsal"),
-              key=lambda r: ((Path(r.path) / "manifest.json").stat().st_mtime, r.id))
+    run = latest_rehearsal(store, claim)
     m = run.manifest
     assert m["status"] == "succeeded" and m["exit_code"] == 0 and m["verdict"] == "inconclusive", m.get("status")
     facts = m["host_facts"]["ozz-ae"]
@@ -163,9 +149,8 @@ def test_the_rehearsal_boots_a_real_guest_and_brings_back_real_lmbench_results(h
           f"run {first_s:.0f} s; processes (µs): " + ", ".join(f"{k} {v:g}" for k, v in proc.items()))
 
 
-def test_a_stopped_run_leaves_no_guest_behind(host, monkeypatch):
+def test_a_stopped_run_leaves_no_guest_behind(host):
     """The guest goes down with the job also when the job does not end well: here it is cancelled once the guest is up."""
-    monkeypatch.delenv("REPROBOOK_RUNS")  # the project's run store, where the CLI records the run
     project = load_project(ROOT)
     claim = project.claim(CLAIM)
     store = RunStore(project.settings.runs_dir)

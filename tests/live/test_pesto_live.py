@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -58,10 +57,11 @@ from reprobook.sources import from_run
 from reprobook.core.runs import RunStore
 from tests.integration.conftest import GIT_MIRROR, ROOT, _wait_for
 from tests.integration.test_pequin_harness import REHEARSAL_CHECKS
+from tests.support.live import live_dir, needs_root, opt_in, step_times
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(4 * 3600)]
-LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-pesto"))
+LIVE_DIR = live_dir("/var/tmp/reprobook-live-pesto")
 SERVERS = ["us-east-1-0", "us-east-1-1", "us-east-1-2", "eu-west-1-0", "eu-west-1-1", "eu-west-1-2"]
 HOSTS = {"control": "127.0.0.100", "us-east-1-0": "127.0.0.101", "client-0-0": "127.0.0.102", "client-0-1": "127.0.0.103",
          **{h: f"127.0.0.{104 + i}" for i, h in enumerate(SERVERS[1:] + [f"client-{i}-0" for i in range(1, 6)])}}
@@ -75,18 +75,15 @@ CLUSTERS = {
 """One server (most rehearsals), two (sharding's one and two shards), four (the comparison systems: HotStuff's and
 BFT-SMaRt's 3f+1 replicas, Postgres's primary and backup) and six (the replica failure's f = 1)."""
 MARK = "# reprobook live-pesto: the loopback cluster's names (removed when the run ends)"
-_STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[point .*\])?$")
 FOURTH = r"^\S*/bin-nfs/bin/benchmark --client_id 3 "
 """The fourth benchmark client itself (taskset execs it), not the ssh or shell commands that name it."""
-_DONE = re.compile(r"^### reprobook: step (\S+) done in (\d+) s")
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    if os.environ.get("REPROBOOK_LIVE_PESTO") != "1":
-        pytest.skip("opt-in: `make live-pesto` builds Pequin from source (about 80 minutes the first time) and runs it")
-    if os.geteuid() != 0:
-        pytest.skip("needs root: Debian packages, libraries in /usr/local, the server's name in /etc/hosts")
+    opt_in("REPROBOOK_LIVE_PESTO", "`make live-pesto` builds Pequin from source (about 80 minutes the first time) and "
+                                   "runs it")
+    needs_root("Debian packages, libraries in /usr/local, the server's name in /etc/hosts")
     if not (GIT_MIRROR / "fsuri" / "Pequin-Artifact").is_dir():
         pytest.fail(f"the git mirror {GIT_MIRROR}/fsuri/Pequin-Artifact is absent")
     LIVE_DIR.mkdir(parents=True, exist_ok=True)
@@ -159,16 +156,7 @@ def _names(*, add: bool) -> None:
 
 
 def _step_times(log: str) -> list[dict]:
-    steps, names = [], {}
-    for line in log.splitlines():
-        m = _STEP.match(line)
-        if m:
-            names[m.group(1).split("/")[0]] = m.group(2)  # "5/10" or "10-1/10"
-            continue
-        m = _DONE.match(line)
-        if m:
-            steps.append({"step": m.group(1), "name": names.get(m.group(1), "")[:90], "seconds": int(m.group(2))})
-    return steps
+    return [{"step": s.step, "name": s.name[:90], "seconds": s.seconds} for s in step_times(log)]
 
 
 def _rehearse(cluster, claim_id: str, attempt: dict, host: str = "rehearsal", params: dict | None = None):

@@ -23,18 +23,12 @@ repository; the test copies it (about 1 MB) with the directory added, and points
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 import time
-from html import unescape
 from pathlib import Path
 
 import pytest
-import yaml
 
 from reprobook.core.config import load_project
 from reprobook.core.loaders import load
@@ -42,15 +36,15 @@ from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import ROOT
 from tests.support.gitmirror import GIT_MIRROR, repaired_copy
+from tests.support.live import (REPROBOOK, latest_rehearsal, live_dir, needs_cargo, needs_mirror, needs_root, opt_in,
+                                page_text, project_store_env, step_times, write_hosts, write_summary)
+from tests.support.live import project_runs  # noqa: F401 - autouse: each test reads the project's run store
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(3600)]
-LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-pmlog"))
-REPROBOOK = [sys.executable, "-m", "reprobook"]
+LIVE_DIR = live_dir("/var/tmp/reprobook-live-pmlog")
 CLAIM = "verus/pm-log"
 SIZES = [128, 256, 512, 1024, 4096, 8192, 65536, 131072, 262144]
-_DONE = re.compile(r"^### reprobook: step (\S+) done in (\d+) s", re.M)
-_STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[point .*\])?$", re.M)
 
 
 def _mirror(root: Path) -> Path:
@@ -67,15 +61,11 @@ def _mirror(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def pm(tmp_path_factory):
-    if os.environ.get("REPROBOOK_LIVE_PMLOG") != "1":
-        pytest.skip("opt-in: `make live-pmlog` builds verified-storage's benchmark and runs it (about ten minutes)")
-    if os.geteuid() != 0:
-        pytest.skip("needs root: Debian's libpmem packages are installed in the guest")
-    for repo in ("microsoft/verified-storage.git", "verus-lang/verus.git", "verus-lang/paper-sosp24-artifact"):
-        if not (GIT_MIRROR / repo).is_dir():
-            pytest.fail(f"the git mirror lacks {repo} ({GIT_MIRROR})")
-    if not (shutil.which("cargo") or (Path.home() / ".cargo" / "bin" / "cargo").exists()):
-        pytest.fail("no cargo on this machine: the guest builds the benchmark with its own Rust (rust=host)")
+    opt_in("REPROBOOK_LIVE_PMLOG",
+           "`make live-pmlog` builds verified-storage's benchmark and runs it (about ten minutes)")
+    needs_root("Debian's libpmem packages are installed in the guest")
+    needs_mirror("microsoft/verified-storage.git", "verus-lang/verus.git", "verus-lang/paper-sosp24-artifact")
+    needs_cargo("the guest builds the benchmark with its own Rust (rust=host)")
     LIVE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_factory.mktemp("pmlog")
     mirror = _mirror(LIVE_DIR)
@@ -83,37 +73,16 @@ def pm(tmp_path_factory):
         bed.add_host("pm-host", "127.0.0.90")
         guest = bed.add_host("pm-guest", "127.0.0.91", isolated=True)
         workdir = LIVE_DIR / "work"
-        hosts = {"hosts": {"pm-host": {"ssh": "pm-host", "workdir": str(workdir),
-                                       "git_url_rewrites": {"https://github.com/": f"{mirror}/"}}}}
-        (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
         # the runs go to the project's run store, so that `make book` afterwards shows the run on the claim's page
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("REPROBOOK_ROOT", str(ROOT))
-            mp.setenv("REPROBOOK_HOSTS", str(tmp / "hosts.yaml"))
-            mp.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
-            mp.delenv("REPROBOOK_VERDICT_FILE", raising=False)
+        with project_store_env(write_hosts(tmp / "hosts.yaml", "pm-host", workdir, mirror), bed):
             yield {"bed": bed, "guest": guest, "workdir": workdir, "tmp": tmp,
                    "params": {"guest_host": guest.addr, "guest_port": guest.port, "guest_user": bed.user,
                               "guest_key": str(bed.client_key_path), "guest_dir": str(LIVE_DIR / "guest")}}
 
 
-def run_dir_time(run) -> float:
-    """When the run's record was last written (the newest of the claim's runs is this test's)."""
-    return (Path(run.path) / "manifest.json").stat().st_mtime
-
-
-def _page(notebook: Path) -> str:
-    nb = json.loads(notebook.read_text())
-    return unescape("".join("".join(o["data"].get("text/html", "")) + "".join(o["data"].get("text/markdown", ""))
-                            + "".join(o["data"].get("text/plain", ""))
-                            for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-                            if "data" in o))
-
-
-def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_judges_them(pm, monkeypatch):
+def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_judges_them(pm):
     import papermill as pm_
 
-    monkeypatch.delenv("REPROBOOK_RUNS")  # the project's run store, not the test's own (tests/conftest.py)
     project = load_project(ROOT)
     claim = project.claim(CLAIM)
     store = RunStore(project.settings.runs_dir)
@@ -124,8 +93,7 @@ def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_jud
                                      "scale": "rehearsal", **pm["params"]},
                          cwd=str(ROOT / "notebooks" / "verus"), progress_bar=False, kernel_name="python3")
     notebook_s = time.monotonic() - t0
-    run = max((r for r in store.runs(claim) if r.manifest.get("scale") == "rehearsal"),
-              key=lambda r: (run_dir_time(r), r.id))
+    run = latest_rehearsal(store, claim)
     m = run.manifest
     assert m["status"] == "succeeded" and m["scale"] == "rehearsal" and m["source"] == "live", m.get("status")
     assert m["parameters"]["pm"] == "tmpfs" and m["parameters"]["append_gib"] == 1
@@ -139,10 +107,9 @@ def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_jud
 
     # the job's log: every step ran, each size a point of its own, the guest's Rust named
     log = (pm["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
-    names = {k.split("/")[0]: v for k, v in _STEP.findall(log)}
-    secs = {k: int(v) for k, v in _DONE.findall(log)}
+    steps = step_times(log)
     assert "### reprobook: all steps done" in log
-    assert [k for k in secs if k.startswith("9-")] == [f"9-{i}" for i in range(1, 10)], secs
+    assert [s.step for s in steps if s.step.startswith("9-")] == [f"9-{i}" for i in range(1, 10)], steps
     assert re.search(r"### reprobook toolchain: rust: rustc \d", log), log[-3000:]
     assert "pm_dir /dev/shm/reprobook-pmlog: tmpfs" in log
 
@@ -164,7 +131,7 @@ def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_jud
     # the 1 GiB file is gone from the guest's tmpfs
     assert not list(Path("/proc", str(pm["guest"].machine_pid), "root", "dev", "shm").glob("reprobook-pmlog/pool"))
 
-    page = _page(out)
+    page = page_text(out)
     verdict = re.search(r"Verdict: <b[^>]*>([a-z ]+)</b>", page)
     assert verdict and verdict.group(1) in ("holds", "fails", "inconclusive"), page[:3000]
     assert "Scale of the run: <b>rehearsal</b>" in page
@@ -186,6 +153,5 @@ def test_the_rehearsal_builds_and_runs_the_real_logs_in_a_guest_and_the_page_jud
 
     table = measured[["log", "append_kib", "mib_per_s", "mib_per_s_std"]].round(1).to_dict("records")
     summary = {"run": run.id, "notebook_s": round(notebook_s), "cli_again_s": round(cli_s), "verdict": verdict.group(1),
-               "steps_s": {f"{k} {names.get(k, '')[:50]}": v for k, v in secs.items()}, "table": table}
-    (LIVE_DIR / "summary.json").write_text(json.dumps(summary, indent=1))
-    print("\n" + json.dumps(summary, indent=1))
+               "steps_s": {f"{s.step} {s.name[:50]}": s.seconds for s in steps}, "table": table}
+    write_summary(LIVE_DIR / "summary.json", summary)

@@ -18,17 +18,12 @@ without ``../shared`` beside it (a git worktree) names the mirror with ``REPROBO
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
 from reprobook.core.checks import check_claim
 from reprobook.core.config import load_project
@@ -36,58 +31,32 @@ from reprobook.core.loaders import load
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import ROOT
-from tests.support.gitmirror import GIT_MIRROR
+from tests.support.live import (REPROBOOK, latest_rehearsal, live_dir, needs_cargo, needs_mirror, needs_root, opt_in,
+                                project_store_env, step_times, write_hosts, write_summary)
+from tests.support.live import project_runs  # noqa: F401 - autouse: each test reads the project's run store
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(5400)]
-LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-verus-alloc"))
-REPROBOOK = [sys.executable, "-m", "reprobook"]
+LIVE_DIR = live_dir("/var/tmp/reprobook-live-verus-alloc")
 PAPER_SEVEN = ["cfrac", "larsonN-sized", "xmalloc-testN", "cache-scratch1", "cache-scratchN", "glibc-simple",
                "glibc-thread"]
-_DONE = re.compile(r"^### reprobook: step (\S+) done in (\d+) s", re.M)
-_STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?(?: \[point .*\])?$", re.M)
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    if os.environ.get("REPROBOOK_LIVE_VERUS_ALLOC") != "1":
-        pytest.skip("opt-in: `make live-verus-alloc` builds Verus-mimalloc, the suite and mimalloc and runs them "
-                    "(about 15 minutes cold)")
-    if os.geteuid() != 0:
-        pytest.skip("needs root: the first step installs Debian's build packages when missing")
-    for repo in ("verus-lang/verus.git", "verus-lang/verified-memory-allocator.git", "microsoft/mimalloc.git"):
-        if not (GIT_MIRROR / repo).is_dir():
-            pytest.fail(f"the git mirror lacks {repo} ({GIT_MIRROR})")
-    if not (shutil.which("cargo") or (Path.home() / ".cargo" / "bin" / "cargo").exists()):
-        pytest.fail("no cargo on this machine: the rehearsal builds Verus-mimalloc with rustup's stable toolchain")
+    opt_in("REPROBOOK_LIVE_VERUS_ALLOC", "`make live-verus-alloc` builds Verus-mimalloc, the suite and mimalloc and "
+                                         "runs them (about 15 minutes cold)")
+    needs_root("the first step installs Debian's build packages when missing")
+    needs_mirror("verus-lang/verus.git", "verus-lang/verified-memory-allocator.git", "microsoft/mimalloc.git")
+    needs_cargo("the rehearsal builds Verus-mimalloc with rustup's stable toolchain")
     LIVE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_factory.mktemp("verus-alloc")
     with SshTestbed(tmp / "ssh") as bed:
         bed.add_host("va-host", "127.0.0.94")
         workdir = LIVE_DIR / "work"
-        hosts = {"hosts": {"va-host": {"ssh": "va-host", "workdir": str(workdir),
-                                       "git_url_rewrites": {"https://github.com/": f"{GIT_MIRROR}/"}}}}
-        (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
         # the runs go to the project's run store, so that `make book` afterwards shows the run on the claim's page
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("REPROBOOK_ROOT", str(ROOT))
-            mp.setenv("REPROBOOK_HOSTS", str(tmp / "hosts.yaml"))
-            mp.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
-            mp.delenv("REPROBOOK_VERDICT_FILE", raising=False)
-            mp.delenv("REPROBOOK_RUNS", raising=False)   # the project's run store, not the test's own
+        with project_store_env(write_hosts(tmp / "hosts.yaml", "va-host", workdir), bed):
             yield {"workdir": workdir, "tmp": tmp}
-
-
-@pytest.fixture(autouse=True)
-def _project_runs(monkeypatch):
-    """The project's run store, as `make book` reads it: after conftest's `_isolated`, which points REPROBOOK_RUNS at
-    each test's temporary directory (the runs went there and were lost with it)."""
-    monkeypatch.delenv("REPROBOOK_RUNS", raising=False)
-
-
-def _latest(store, claim):
-    return max((r for r in store.runs(claim) if r.manifest.get("scale") == "rehearsal"),
-               key=lambda r: ((Path(r.path) / "manifest.json").stat().st_mtime, r.id))
 
 
 def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(live):
@@ -99,7 +68,7 @@ def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(l
                                       "rehearsal", "--allow-insufficient-host", "--new", "-q"],
                          capture_output=True, text=True, timeout=5000, cwd=ROOT)
     seconds = time.monotonic() - t0
-    run = _latest(store, claim)
+    run = latest_rehearsal(store, claim)
     m = run.manifest
     assert m["status"] == "succeeded" and m["source"] == "live", (m.get("status"), cli.stdout[-3000:], cli.stderr[-3000:])
     assert m["parameters"]["procs"] == 0 and m["parameters"]["repetitions"] == 3
@@ -110,8 +79,7 @@ def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(l
     assert m["checkouts"][str(live["workdir"] / "verus")] == "097ac7ed283ae60375cd9b2b6017b3c629883b2b"
 
     log = (live["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
-    names = {k.split("/")[0]: v for k, v in _STEP.findall(log)}
-    secs = {k: int(v) for k, v in _DONE.findall(log)}
+    steps = step_times(log)
     assert "### reprobook: all steps done" in log
     assert re.search(r"^[0-9a-f]+ T malloc$", log, re.M), "the built library does not define malloc"
     assert "mi: v1.7.7, " in log   # build-bench-env.sh's record of the baseline's version
@@ -139,9 +107,8 @@ def test_mimalloc_rehearsal_builds_and_runs_both_allocators_and_judges_the_run(l
              .to_dict("records"))
     summary = {"run": run.id, "seconds": round(seconds), "verdict": verdict.verdict.value,
                "checks": {w: [r.verdict.value, r.reason] for w, r in by_what.items()},
-               "steps_s": {f"{k} {names.get(k, '')[:50]}": v for k, v in secs.items()}, "table": means}
-    (LIVE_DIR / "summary-mimalloc.json").write_text(json.dumps(summary, indent=1))
-    print("\n" + json.dumps(summary, indent=1))
+               "steps_s": {f"{s.step} {s.name[:50]}": s.seconds for s in steps}, "table": means}
+    write_summary(LIVE_DIR / "summary-mimalloc.json", summary)
 
 
 def test_macro_stats_rehearsal_counts_the_mirrored_case_studies_with_verus_line_count(live):
@@ -157,7 +124,7 @@ def test_macro_stats_rehearsal_counts_the_mirrored_case_studies_with_verus_line_
                                       "scale", "rehearsal", "--allow-insufficient-host", "--new", "-q"],
                          capture_output=True, text=True, timeout=3000, cwd=ROOT)
     seconds = time.monotonic() - t0
-    run = _latest(store, claim)
+    run = latest_rehearsal(store, claim)
     m = run.manifest
     assert m["status"] == "succeeded", (m.get("status"), cli.stdout[-3000:], cli.stderr[-3000:])
     assert m["checkouts"][str(live["workdir"] / "verus-line-count")] == "9e6c6b917399250dd3ac292f7dbc6c3c944e90b1"
@@ -179,10 +146,9 @@ def test_macro_stats_rehearsal_counts_the_mirrored_case_studies_with_verus_line_
                                                                                           for r in lines]
     assert f"verus/macro-stats: {verdict.verdict.value.upper()}" in cli.stdout, cli.stdout + cli.stderr
     log = (live["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
-    secs = {k: int(v) for k, v in _DONE.findall(log)}
     summary = {"run": run.id, "seconds": round(seconds), "verdict": verdict.verdict.value,
-               "checks": {r.what: [r.verdict.value, r.reason] for r in verdict.checks}, "steps_s": secs,
+               "checks": {r.what: [r.verdict.value, r.reason] for r in verdict.checks},
+               "steps_s": {s.step: s.seconds for s in step_times(log)},
                "counts": {system: {k: int(r[k]) for k in ("trusted_loc", "proof_loc", "code_loc")}
                           for system, r in rows.iterrows()}}
-    (LIVE_DIR / "summary-macro-stats.json").write_text(json.dumps(summary, indent=1))
-    print("\n" + json.dumps(summary, indent=1))
+    write_summary(LIVE_DIR / "summary-macro-stats.json", summary)

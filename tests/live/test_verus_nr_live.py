@@ -24,15 +24,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
-from html import unescape
 from pathlib import Path
 
 import pytest
-import yaml
 
 from reprobook import api
 from reprobook.core.config import load_project
@@ -40,31 +36,25 @@ from reprobook.core.loaders import load
 from reprobook.core.runs import RunStore
 from reprobook.sources import from_run
 from tests.integration.conftest import ROOT
-from tests.support.gitmirror import GIT_MIRROR
+from tests.support.live import (REPROBOOK, latest_rehearsal, live_dir, needs_cargo, needs_mirror, needs_root, opt_in,
+                                page_text, project_store_env, step_times, write_hosts, write_summary)
+from tests.support.live import project_runs  # noqa: F401 - autouse: each test reads the project's run store
 from tests.support.sshd import SshTestbed
 
 pytestmark = [pytest.mark.ssh, pytest.mark.timeout(3600)]
-LIVE_DIR = Path(os.environ.get("REPROBOOK_LIVE_DIR", "/var/tmp/reprobook-live-verus-nr"))
-REPROBOOK = [sys.executable, "-m", "reprobook"]
+LIVE_DIR = live_dir("/var/tmp/reprobook-live-verus-nr")
 CLAIM = "verus/node-replication"
 COMMIT = "341be41a31cfc5c7539f8b78a65f166a06251d02"
 HOST = "nr-host"
 HUGE = Path("/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages")
-_DONE = re.compile(r"^### reprobook: step (\S+) done in (\d+) s", re.M)
-_STEP = re.compile(r"^### reprobook step (\S+): (.*?)(?: \(expected .*\))?$", re.M)
 
 
 @pytest.fixture(scope="module")
-def nr_host(tmp_path_factory):
-    if os.environ.get("REPROBOOK_LIVE_VERUS_NR") != "1":
-        pytest.skip("opt-in: `make live-verus-nr` builds Verus-NR and NR and runs them (about 18 minutes)")
-    if os.geteuid() != 0:
-        pytest.skip("needs root: Debian's urcu, hwloc and libclang are installed, and huge pages reserved")
-    for repo in ("verus-lang/verified-node-replication.git", "verus-lang/verus.git"):
-        if not (GIT_MIRROR / repo).is_dir():
-            pytest.fail(f"the git mirror lacks {repo} ({GIT_MIRROR})")
-    if not (shutil.which("cargo") or (Path.home() / ".cargo" / "bin" / "cargo").exists()):
-        pytest.fail("no cargo on this machine: the host builds the benchmarks with rustup's stable toolchain")
+def nr(tmp_path_factory):
+    opt_in("REPROBOOK_LIVE_VERUS_NR", "`make live-verus-nr` builds Verus-NR and NR and runs them (about 18 minutes)")
+    needs_root("Debian's urcu, hwloc and libclang are installed, and huge pages reserved")
+    needs_mirror("verus-lang/verified-node-replication.git", "verus-lang/verus.git")
+    needs_cargo("the host builds the benchmarks with rustup's stable toolchain")
     LIVE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_factory.mktemp("nr")
     with SshTestbed(tmp / "ssh") as bed:
@@ -72,38 +62,11 @@ def nr_host(tmp_path_factory):
         workdir = LIVE_DIR / "work"
         # a cargo home of its own (kept for the next run); RUSTUP_AUTO_INSTALL=0: a step that forgot the toolchain
         # override fails at once instead of downloading the pinned 1.76
-        hosts = {"hosts": {HOST: {"ssh": HOST, "workdir": str(workdir),
-                                  "git_url_rewrites": {"https://github.com/": f"{GIT_MIRROR}/"},
-                                  "env": {"CARGO_HOME": str(LIVE_DIR / "cargo-home"), "RUSTUP_AUTO_INSTALL": "0"}}}}
-        (tmp / "hosts.yaml").write_text(yaml.safe_dump(hosts))
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("REPROBOOK_ROOT", str(ROOT))
-            mp.setenv("REPROBOOK_HOSTS", str(tmp / "hosts.yaml"))
-            mp.setenv("REPROBOOK_SSH_CONFIG", str(bed.ssh_config_path))
-            mp.delenv("REPROBOOK_VERDICT_FILE", raising=False)
+        hosts = write_hosts(tmp / "hosts.yaml", HOST, workdir,
+                            env={"CARGO_HOME": str(LIVE_DIR / "cargo-home"), "RUSTUP_AUTO_INSTALL": "0"})
+        # the runs go to the project's run store, so that `make book` afterwards shows the run on the claim's page
+        with project_store_env(hosts, bed):
             yield {"workdir": workdir, "tmp": tmp}
-
-
-@pytest.fixture
-def nr(nr_host, monkeypatch):
-    # the runs go to the project's run store, not the test's own: set up after tests/conftest.py's autouse
-    # `_isolated`, which points REPROBOOK_RUNS at each test's temporary directory
-    monkeypatch.delenv("REPROBOOK_RUNS", raising=False)
-    return nr_host
-
-
-def _newest(store, claim, **want):
-    runs = [r for r in store.runs(claim) if all(r.manifest.get("parameters", {}).get(k) == v for k, v in want.items())
-            and r.manifest.get("scale") == "rehearsal"]
-    return max(runs, key=lambda r: ((Path(r.path) / "manifest.json").stat().st_mtime, r.id))
-
-
-def _page(notebook: Path) -> str:
-    nb = json.loads(notebook.read_text())
-    return unescape("".join("".join(o["data"].get("text/html", "")) + "".join(o["data"].get("text/markdown", ""))
-                            + "".join(o["data"].get("text/plain", ""))
-                            for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-                            if "data" in o))
 
 
 def _records(path: Path) -> list[dict]:
@@ -124,7 +87,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
                         parameters={"source": "live", "host": HOST, "scale": "rehearsal", "new_run": True},
                         cwd=str(ROOT / "notebooks" / "verus"), progress_bar=False, kernel_name="python3")
     notebook_s = time.monotonic() - t0
-    run = _newest(store, claim)
+    run = latest_rehearsal(store, claim)
     m = run.manifest
     assert m["status"] == "succeeded" and m["source"] == "live", m.get("status")
     assert m["parameters"]["pages"] == "normal" and m["parameters"]["repetitions"] == 2
@@ -142,8 +105,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
 
     # the job's log: every step ran, the toolchain named, both implementations at each point
     log = (nr["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
-    names = {k.split("/")[0]: v for k, v in _STEP.findall(log)}   # "4/5" -> "4", as _DONE numbers them
-    secs = {k: int(v) for k, v in _DONE.findall(log)}
+    steps = step_times(log)
     assert "### reprobook: all steps done" in log
     assert re.search(r"### reprobook toolchain: rust: rustc 1\.\d+", log), log[-3000:]
     assert "patch nr-normal-pages.patch: applied" in log
@@ -188,7 +150,7 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
     expected = "fails" if side.verdict.value == "fails" else "inconclusive"
     assert verdict.verdict.value == expected
 
-    page = _page(out)
+    page = page_text(out)
     shown = re.search(r"Verdict: <b[^>]*>([a-z ]+)</b>", page)
     assert shown and shown.group(1) == expected, page[:3000]
     assert "Scale of the run: <b>rehearsal</b>" in page
@@ -209,9 +171,8 @@ def test_the_rehearsal_builds_both_implementations_runs_them_and_the_page_judges
     summary = {"run": run.id, "notebook_s": round(notebook_s), "cli_again_s": round(cli_s), "verdict": expected,
                "side_by_side": {"verdict": side.verdict.value, "margin": round(side.margin, 3),
                                 "ratios": {f"{w}% writes, {t} thread(s)": round(r, 3) for (w, t), r in ratios.items()}},
-               "steps_s": {f"{k} {names.get(k, '')[:60]}": v for k, v in secs.items()}, "mops": table}
-    (LIVE_DIR / "summary.json").write_text(json.dumps(summary, indent=1))
-    print("\n" + json.dumps(summary, indent=1))
+               "steps_s": {f"{s.step} {s.name[:60]}": s.seconds for s in steps}, "mops": table}
+    write_summary(LIVE_DIR / "summary.json", summary)
 
 
 def test_huge_pages_are_reserved_only_for_the_run_and_given_back(nr):
@@ -230,7 +191,7 @@ def test_huge_pages_are_reserved_only_for_the_run_and_given_back(nr):
     assert HUGE.read_text() == before, "the run did not give its huge pages back"
     runs = [r for r in store.runs(claim) if r.manifest.get("parameters", {}).get("pages") == "huge"]
     assert runs, f"no run with pages=huge was recorded: {cli.stdout}{cli.stderr}"
-    run = _newest(store, claim, pages="huge")
+    run = latest_rehearsal(store, claim, pages="huge")
     log = (nr["workdir"] / ".reprobook" / "runs" / run.id / "log").read_text()
     assert f"1 GiB huge pages given back: {before.strip()} reserved, as before the run" in log, log[-3000:]
     assert "patch nr-normal-pages.patch: taken back" in log
