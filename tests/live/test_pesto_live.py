@@ -32,6 +32,10 @@ client failures and microbenchmarks (Basil itself on one server), sharding's one
 the replica failure (six replicas, replica 0 failed: six servers with a client node each); and one the workloads
 comparison's six systems on four servers, each system prepared for the cluster (HotStuff, BFT-SMaRt, PostgreSQL 15
 with a streaming backup).
+
+The last runs one point (TAPIR on Retwis, two clients) through reprobook and by hand through the authors'
+run_multiple_experiments.py on the config reprobook derived, in turns (`tests.support.pesto_point`), and prints and
+records both sides' wall time and time to the load, their ratio, and where the seconds before the load went.
 """
 
 from __future__ import annotations
