@@ -58,8 +58,9 @@ def run(ctx: Context) -> list[Result]:
     ratio = found["ratio"]["wall_s"]
     steps = runs[-1 if runs[-1]["how"] == "reprobook" else 0]["steps"]
     notes = [
-        f"time to the load (the first benchmark client): reprobook {fmt_s(pesto_point.mean(runs, 'reprobook', 'load_s'))}"
-        f", by hand {fmt_s(pesto_point.mean(runs, 'by hand', 'load_s'))} ({found['ratio']['load_s']:.2f}x)",
+        f"time to the load (the first benchmark client): reprobook "
+        f"{fmt_s(pesto_point.mean(runs, 'reprobook', 'load_s'))}, by hand "
+        f"{fmt_s(pesto_point.mean(runs, 'by hand', 'load_s'))} ({found['ratio']['load_s']:.2f}x)",
         f"before the harness starts, reprobook takes {found['before_harness_s']} s more than the ssh login by hand: "
         "its steps started at " + ", ".join(f"{s['at_s']} s ({s['step'][:30]})" for s in steps),
         f"the harness's own from its start to the load: {found['harness_to_load_s']} (its server_load_time, "

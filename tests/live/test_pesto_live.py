@@ -410,8 +410,8 @@ def test_one_point_driven_by_reprobook_against_the_same_point_by_hand(cluster):
     found = pesto_point.summary(runs)
     print(f"\n{POINT[0]} {POINT[1]}: seconds from the start")
     print("\n".join(pesto_point.table(runs)))
-    print(f"  ratio reprobook / by hand: wall {found['ratio']['wall_s']}x, time to the load {found['ratio']['load_s']}x "
-          f"({'PASS' if found['ratio']['wall_s'] <= 1.0 else 'MISS'} against 1.0x on wall)")
+    print(f"  ratio reprobook / by hand: wall {found['ratio']['wall_s']}x, time to the load "
+          f"{found['ratio']['load_s']}x ({'PASS' if found['ratio']['wall_s'] <= 1.0 else 'MISS'} against 1.0x on wall)")
     print(f"  reprobook's own before the harness starts: {found['before_harness_s']} s more than by hand; the "
           f"harness's own from its start to the load: {found['harness_to_load_s']}; after the harness ends: "
           f"{found['after_harness_s']}")

@@ -115,14 +115,14 @@ def by_reprobook(cluster, point: tuple[str, dict], target: str = "rehearsal") ->
     data = load(claim, from_run(claim, run))
     assert len(data) == 1 and (data["tput_tx_per_s"] > 0).all(), data
     steps = [{"at_s": round(t, 1), "step": s[:70]} for t, s in tl.steps]
-    return {"how": "reprobook", "run": run.id, **tl.phases(wall), "tput_tx_per_s": round(float(data["tput_tx_per_s"][0])),
-            "steps": steps}
+    return {"how": "reprobook", "run": run.id, **tl.phases(wall),
+            "tput_tx_per_s": round(float(data["tput_tx_per_s"].iloc[0])), "steps": steps}
 
 
 def by_hand(cluster, run_id: str) -> dict:
     """The same point by hand: ssh to the control host and run the authors' run_multiple_experiments.py on the config
     reprobook derived for run ``run_id`` (its inputs), as a person whose ~/.ssh/config knows the cluster would: the
-    harness's ssh and scp are two-line shell wrappers that add the loopback hosts' ssh configuration (the file a
+    harness's ssh and scp are one-line shell wrappers that add the loopback hosts' ssh configuration (the file a
     ~/.ssh/config would be) and keep the harness's control sockets in a directory of their own, removed after (not
     in this machine's ~/.ssh). Only the output directory differs (``pequin/by-hand/output``), so that no run of
     reprobook's sees these outputs."""
