@@ -365,8 +365,11 @@ def _stage(job: "Job", run_id: str, payload: str) -> str:
     return f"@{job.base}/staging/{run_id}.cmd.b64"
 
 
-def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tuple[Job, bool]:
+def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "") -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
+
+    ``first``: shell commands run on the host before the launch, in the same round trip (``$1`` is the host's
+    ``.reprobook`` directory, ``$2`` the run id); they must not fail.
 
     With ``resume``, a run that exists but ended without success (failed,
     cancelled or lost) is started again with ``script``: its earlier attempt
@@ -383,8 +386,8 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
     payload = _b64(script)
     if len(payload) > INLINE_MAX:
         payload = _stage(job, run_id, payload)
-    res = job._sh(_LAUNCH, job.base, run_id, payload, _b64(_WRAPPER), "1" if resume else "0", retries=2,
-                  step="launching the job")
+    res = job._sh((first.rstrip() + "\n" if first else "") + _LAUNCH, job.base, run_id, payload, _b64(_WRAPPER),
+                  "1" if resume else "0", retries=2, step="launching the job")
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""
