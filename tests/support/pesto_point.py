@@ -207,7 +207,8 @@ def table(runs: list[dict]) -> list[str]:
         out.append(f"  {r['how']:10} " + " ".join(f"{r[c] if r[c] is not None else '-':>8}" for c in cols)
                    + f" {r['tput_tx_per_s']:>6}")
     for r in runs:
-        if r["how"] == "reprobook":
-            out.append(f"  {r['run']} steps started at: "
-                       + ", ".join(f"{s['at_s']} s {s['step'][:40]}" for s in r["steps"]))
+        if r["how"] == "reprobook":   # each step from its start to the next one's (the last: to the harness's end)
+            out.append(f"  {r['run']}: its steps, from {r['steps'][0]['at_s'] if r['steps'] else '-'} s on")
+            ends = [s["at_s"] for s in r["steps"][1:]] + [r["harness_end_s"]]
+            out += [f"    {end - s['at_s']:6.1f} s  {s['step'][:80]}" for s, end in zip(r["steps"], ends)]
     return out
