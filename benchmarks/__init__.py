@@ -4,4 +4,5 @@ Run from the project root: ``python -m benchmarks`` (``--help`` lists the option
 is a module here with ``run(ctx) -> list[Result]``; `common` holds what they share.
 """
 
-BENCHMARKS = ("cli", "e2e", "poll", "fetch", "fanout", "parse", "book", "verus_live", "aardvark_rehearsal", "listing")
+BENCHMARKS = ("cli", "e2e", "poll", "fetch", "fanout", "parse", "book", "verus_live", "aardvark_rehearsal", "listing",
+              "pesto_point")

@@ -30,6 +30,8 @@ WHAT = {
     "aardvark_rehearsal": "Aardvark's three claims built from source and run at rehearsal scale with perform() vs by "
                           "hand (ssh + git + sed + make + cargo + go + scp)",
     "listing": "listing a million output files (time and peak memory) vs ssh find | wc -l",
+    "pesto_point": "one Pesto harness point (stand-in binaries) with perform() vs the authors' harness by hand "
+                   "(ssh + run_multiple_experiments.py): wall time and time to the load",
 }
 
 

@@ -141,6 +141,13 @@ def test_pesto_through_the_real_harness_adapted_to_a_small_host(cluster):
     assert "patch fallback-multicast-releases-clients.patch: applied" in log  # no spin on its own hash-map lock
     assert "patch client-exits-when-done.patch: applied" in log  # no idling to the harness's timeout
     assert "patch harness-rsync-keeps-times.patch: applied" in log
+    # the harness's ssh and scp wrappers start their interpreter's own binary: `env python3` found pyenv's shim
+    # (shell scripts, a fifth of a second a call on a busy machine, about fifty calls before the clients start)
+    shims = Path(m["remote_dir"]) / "harness-bin"
+    for tool in ("ssh", "scp"):
+        interpreter = (shims / tool).read_text().splitlines()[0][2:].split()[0]
+        with open(interpreter, "rb") as f:
+            assert Path(interpreter).name.startswith("python") and f.read(4) == b"\x7fELF", (tool, interpreter)
     # the generated config: the placement's names, paths under the root, one thread, pins cut to the CPUs
     config = _generated(run, "Uniform-Eager-c4.json")
     assert config["server_names"] == [["us-east-1-0"]] and config["client_nodes_per_server"] == 2

@@ -32,6 +32,10 @@ client failures and microbenchmarks (Basil itself on one server), sharding's one
 the replica failure (six replicas, replica 0 failed: six servers with a client node each); and one the workloads
 comparison's six systems on four servers, each system prepared for the cluster (HotStuff, BFT-SMaRt, PostgreSQL 15
 with a streaming backup).
+
+The last runs one point (TAPIR on Retwis, two clients) through reprobook and by hand through the authors'
+run_multiple_experiments.py on the config reprobook derived, in turns (`tests.support.pesto_point`), and prints and
+records both sides' wall time and time to the load, their ratio, and where the seconds before the load went.
 """
 
 from __future__ import annotations
@@ -377,3 +381,28 @@ def test_a_real_postgres_pb_run_cut_in_the_middle_resumes_and_finishes(cluster):
     assert "[skipped: done in an earlier attempt]" in log[log.index("### reprobook step 13-1/"):].splitlines()[0]
     assert "replication checked" in resumed, "the resumed point was prepared again"
     assert set(data["system"]) == {"Postgres-PB"} and (data["tput_tx_per_s"] > 0).all(), data
+
+
+POINT = ("pesto/basil-workloads", {"scale": "rehearsal", "clients": [2]})
+"""The point both sides run: TAPIR on Retwis at rehearsal scale, two clients (one config, one client count)."""
+
+
+def test_one_point_driven_by_reprobook_against_the_same_point_by_hand(cluster):
+    """#52, point 4: one harness point (TAPIR on Retwis, two clients) run through `perform` and by hand through the
+    authors' run_multiple_experiments.py on the config reprobook derived, on the same loopback cluster, in the order
+    reprobook, by hand, by hand, reprobook (``REPROBOOK_POINT_REPEATS`` pairs; default 2). Each side's wall time and
+    its time to the load (the first benchmark client process) are printed with their ratio (the goal: at most 1.0),
+    and where the time before the load went: reprobook's steps before the harness, then the harness's own."""
+    from tests.support import pesto_point
+    runs = pesto_point.alternate(cluster, POINT, int(os.environ.get("REPROBOOK_POINT_REPEATS", "2")))
+    found = pesto_point.summary(runs)
+    print(f"\n{POINT[0]} {POINT[1]}: seconds from the start")
+    print("\n".join(pesto_point.table(runs)))
+    print(f"  ratio reprobook / by hand: wall {found['ratio']['wall_s']}x, time to the load "
+          f"{found['ratio']['load_s']}x ({'PASS' if found['ratio']['wall_s'] <= 1.0 else 'MISS'} against 1.0x on wall)")
+    print(f"  reprobook's own before the harness starts: {found['before_harness_s']} s more than by hand; the "
+          f"harness's own from its start to the load: {found['harness_to_load_s']}; after the harness ends: "
+          f"{found['after_harness_s']}")
+    _record({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "point": {
+        "claim": POINT[0], "params": POINT[1], "runs": runs, **found,
+        "loadavg_after": Path("/proc/loadavg").read_text().split()[:3]}})

@@ -184,6 +184,25 @@ def test_jobs_lifecycle_on_local_host(host):
     assert "exit code: 4" in str(err.value) and "partial" in str(err.value)
 
 
+def test_a_status_poll_that_waits_on_the_host_reports_the_end_when_it_comes(host):
+    """A poll asked to wait (a long poll, as `Job.wait` makes once its interval passes half a second) answers within
+    a moment of the job's end instead of after its whole wait; a job still running is reported so when the wait is
+    over."""
+    job, _ = jobs.launch(host, "job-long-poll", "sleep 1")
+    t0 = time.monotonic()
+    st = job.status(wait_s=20)
+    took = time.monotonic() - t0
+    assert st.state == "succeeded" and took < 6, (st.state, took)
+    slow, _ = jobs.launch(host, "job-long-poll-2", "sleep 30")
+    try:
+        t0 = time.monotonic()
+        st = slow.status(wait_s=0.6)
+        took = time.monotonic() - t0
+        assert st.state == "running" and 0.5 <= took < 10, (st.state, took)
+    finally:
+        slow.cancel()
+
+
 def test_killed_job_is_lost_not_running_forever(host):
     job, _ = jobs.launch(host, "job-k", "echo started; sleep 60")
     time.sleep(0.3)

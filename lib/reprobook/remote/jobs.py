@@ -90,9 +90,11 @@ for i in 1 2 3 4 5 6 7 8; do [ -f "$rundir/exit_code" ] && break; sleep 0.03; do
 """
 
 _STATUS = r"""
-rundir=$1; lines=$2
+rundir=$1; lines=$2; waits=${3:-0}
 if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
 cd "$rundir"
+# a long poll: up to $waits times 0.2 s for the job to end, so that its end is reported at once, not a poll later
+i=0; while [ "$i" -lt "$waits" ] && [ ! -f exit_code ]; do sleep 0.2; i=$((i + 1)); done
 pid=$(cat pid 2>/dev/null)
 # liveness first, exit code second: a wrapper that ends in between has written its exit code already
 alive=no
@@ -117,6 +119,10 @@ tail -c 8192 log 2>/dev/null | tail -n "$lines"
 """
 # the launch ends by reporting the job's status, as `Job.status` would in a second round trip
 _LAUNCH += "( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
+
+
+LONG_POLL_MAX_S = 30.0
+"""The longest a status poll waits on the host for the job's end (well under the answer timeout of a command)."""
 
 
 @dataclass(frozen=True)
@@ -231,9 +237,13 @@ class Job:
     def _sh(self, script: str, *args: str, retries: int = 2, step: str = "talking to the job"):
         return self.host.run_script(script, *args, retries=retries, step=f"{step} of run {self.run_id}")
 
-    def status(self, tail_lines: int = 20) -> JobStatus:
-        """One round trip: the job's state, exit code, current step and last log lines."""
-        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines),
+    def status(self, tail_lines: int = 20, *, wait_s: float = 0.0) -> JobStatus:
+        """One round trip: the job's state, exit code, current step and last log lines.
+
+        ``wait_s`` (at most `LONG_POLL_MAX_S`): the host first waits that long for the job to end, answering
+        within 0.2 s of its end (a poll that sleeps here instead learns of the end up to a whole interval late)."""
+        waits = round(min(wait_s, LONG_POLL_MAX_S) / 0.2)
+        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines), str(waits),
                                                    step="reading the status").stdout)
 
     def wait(self, *, expected_s: float | None = None, poll_s: float = 5.0, progress: bool = True,
@@ -258,10 +268,11 @@ class Job:
                        if total else "{desc}: {n:.0f} s {postfix}")
         down_since = None
         delay = 0.05  # poll fast at first (short jobs end quickly), then back off to poll_s
+        held = 0.0    # how long the next poll waits on the host for the end (a long poll), instead of sleeping here
         try:
             while True:
                 try:
-                    st, self.last_status = self.last_status or self.status(), None
+                    st, self.last_status = self.last_status or self.status(wait_s=held), None
                     down_since = None
                 except TestbedError as exc:
                     down_since = down_since or time.monotonic()
@@ -286,7 +297,9 @@ class Job:
                     bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
                 if st.done:
                     return st
-                time.sleep(delay)
+                # short waits here; from half a second on the host waits, and reports the end when it comes
+                held = min(delay, LONG_POLL_MAX_S) if delay >= 0.5 else 0.0
+                time.sleep(delay - held)
                 delay = min(poll_s, delay * 1.5)
         finally:
             if bar is not None:
@@ -352,8 +365,11 @@ def _stage(job: "Job", run_id: str, payload: str) -> str:
     return f"@{job.base}/staging/{run_id}.cmd.b64"
 
 
-def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tuple[Job, bool]:
+def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "") -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
+
+    ``first``: shell commands run on the host before the launch, in the same round trip (``$1`` is the host's
+    ``.reprobook`` directory, ``$2`` the run id); they must not fail.
 
     With ``resume``, a run that exists but ended without success (failed,
     cancelled or lost) is started again with ``script``: its earlier attempt
@@ -370,8 +386,8 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False) -> tup
     payload = _b64(script)
     if len(payload) > INLINE_MAX:
         payload = _stage(job, run_id, payload)
-    res = job._sh(_LAUNCH, job.base, run_id, payload, _b64(_WRAPPER), "1" if resume else "0", retries=2,
-                  step="launching the job")
+    res = job._sh((first.rstrip() + "\n" if first else "") + _LAUNCH, job.base, run_id, payload, _b64(_WRAPPER),
+                  "1" if resume else "0", retries=2, step="launching the job")
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""

@@ -321,12 +321,8 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
     placement = Placement.from_dict(run.manifest["placement"]) if run.manifest.get("placement") else None
     members = dict(members or {})
     here, there = _outputs_by_host(claim, placement)
-    with run.lock.acquire(on_wait=_waiting(run.id)):
-        if members:
-            unreleased = release(members, run.id)
-            for name, why in unreleased.items():
-                _say(f"run {run.id}: host {name} could not be released from its hold ({why}); it frees itself "
-                     f"within two days, or remove {Job(members[name], run.id).remote_dir}.hold by hand")
+    with run.lock.acquire(on_wait=_waiting(run.id)), _Releasing(members, run.id) as releasing:
+        # the other hosts are let go while the control host's outputs are listed (each takes a round trip or two)
         # one round trip: the log's end, the checkouts, the outputs' listing and the bytes of the small ones
         listing = survey_outputs(host, here, newer_than=f"{d}/first_started", read=(f"{d}/checkout.txt", f"{d}/log"),
                                  inline_max=INLINE_MAX_BYTES)
@@ -342,6 +338,7 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
         budget = Budget(limits or Limits.from_env())
         try:
             files = fetch(host, here, run.path, listing=listing, budget=budget)
+            releasing.wait()   # the other hosts' connections are free again for their outputs
             files += _fetch_members(run, members, there, budget)
         except LimitExceeded as exc:
             run.update(status="failed", files=[], partial=True, fetch_error=exc.message)
@@ -370,6 +367,36 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
         # the files and the status in one write: a run is never 'succeeded' without its files
         run.update(status="succeeded", files=records, partial=False, fetch_error=None)
         return run
+
+
+class _Releasing:
+    """`release` of ``members`` from run ``run_id``'s hold, in a thread of its own from entry on; `wait` (at the
+    latest on exit) waits for it and says which hosts could not be told."""
+
+    def __init__(self, members: Mapping[str, Host], run_id: str):
+        self.members, self.run_id, self._future, self._pool = dict(members), run_id, None, None
+
+    def __enter__(self) -> "_Releasing":
+        if self.members:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="reprobook-release")
+            self._future = self._pool.submit(release, self.members, self.run_id)
+        return self
+
+    def wait(self) -> None:
+        if self._future is None:
+            return
+        future, self._future = self._future, None
+        try:
+            unreleased = future.result()
+        finally:
+            self._pool.shutdown()
+        for name, why in unreleased.items():
+            _say(f"run {self.run_id}: host {name} could not be released from its hold ({why}); it frees itself "
+                 f"within two days, or remove {Job(self.members[name], self.run_id).remote_dir}.hold by hand")
+
+    def __exit__(self, *exc) -> None:
+        self.wait()
 
 
 def _outputs_by_host(claim: Claim, placement: Placement | None):

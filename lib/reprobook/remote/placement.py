@@ -299,17 +299,17 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
     released and the error (naming the host and, if busy, the run that holds
     it) is raised.
     """
-    from reprobook.remote.jobs import Job, launch
+    from reprobook.remote.jobs import launch
     script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
     hold_id = hold_id_for(run_id)
 
+    # a hold that ended (released, or run out) is taken afresh, keeping when it was first taken (the outputs
+    # fetched from this host are those newer than that); a live one is attached to. In the launch's round trip
+    clear = ('( d="$1/runs/$2"; if [ -f "$d/exit_code" ]; then cd "$d" && rm -f exit_code ended pid release started '
+             'cancelled boot_id cmd.sh log; fi ) || true')
+
     def take(h: Host):
-        # a hold that ended (released, or run out) is taken afresh, keeping when it was first taken (the
-        # outputs fetched from this host are those newer than that); a live one is attached to
-        h.run_script('d=$1; if [ -f "$d/exit_code" ]; then cd "$d" && rm -f exit_code ended pid release started cancelled '
-                     'boot_id cmd.sh log; fi', Job(h, hold_id).remote_dir,
-                     retries=2, step=f"clearing an old hold of run {run_id}")
-        return launch(h, hold_id, script)
+        return launch(h, hold_id, script, first=clear)
     got = on_each(hosts, take)
     failed = {n: r for n, r in got.items() if isinstance(r, ReprobookError)}
     if failed:
