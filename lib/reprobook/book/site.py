@@ -386,8 +386,7 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
         if not quiet:
             print(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
                   f"{len(outcomes) - len(ran)} were in the cache")
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going"]
+    cmd = [sys.executable, "-m", "reprobook.book.render", "build", str(root), "-W", "--keep-going"]
     if quiet:
         cmd.append("-q")
     rc = subprocess.call(cmd, env={**os.environ, "REPROBOOK_ROOT": str(root)})
