@@ -265,8 +265,13 @@ def test_a_failing_notebook_fails_the_build(tmp_path, mirror):
                         "source": "raise RuntimeError('deliberately broken')"})
     nb_path.write_text(json.dumps(nb))
     out = _build(root, mirror, tmp_path / "runs")
-    assert out.returncode != 0
-    assert "deliberately broken" in out.stdout + out.stderr or "archive-throughput" in out.stdout + out.stderr
+    log = out.stdout + out.stderr
+    assert out.returncode == 2, log[-3000:]   # the command line's exit status for an error
+    assert "RuntimeError: deliberately broken" in log
+    assert "1 notebook(s) failed to execute (notebooks/aardvark/archive-throughput.ipynb)" in log
+    # the rendering, started alongside the notebooks, was stopped: no half-built site, no error of its own
+    assert not (root / "_build" / "html" / "index.html").exists()
+    assert "build succeeded" not in log and "Exception occurred" not in log and "Extension error" not in log
 
 
 def test_new_run_re_executes_only_its_page_its_chapter_and_the_summary(site, mirror, tmp_path):

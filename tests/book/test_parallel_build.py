@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -180,6 +181,14 @@ def test_a_cold_build_executes_every_page_once_in_parallel_and_renders_from_the_
         == {1, 2, 3}
     assert ran[-1] == str(root / "book" / "summary.ipynb")
     assert log.count("Using cached notebook") == len(pages)  # Jupyter Book executed nothing itself
+    # Sphinx read the claim pages while the last notebooks still executed (reprobook.book.gate), each after its own
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in log.splitlines()]
+    summary_done = next(i for i, line in enumerate(lines) if "summary.ipynb: Executed notebook" in line)
+    read = {line.split("] ")[-1].strip(): i for i, line in enumerate(lines) if "reading sources" in line}
+    assert any(read[page[:-len(".ipynb")]] < summary_done for page in pages if page.startswith("notebooks/"))
+    for page in pages:
+        done = next(i for i, line in enumerate(lines) if f"{root / page}: Executed notebook" in line)
+        assert done < read[page[:-len(".ipynb")]], page
     records, rejected = verdicts.read(root / "_build" / "verdicts")
     assert set(records) == {c.key for c in claims} and not rejected
     summary = (root / "_build" / "html" / "book" / "summary.html").read_text()

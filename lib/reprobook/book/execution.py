@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import os
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -78,7 +77,9 @@ def _read(path: Path):
 
 def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = None, timeout: int | None = None,
             allow_errors: bool = False, in_temp: bool = False, env: Mapping[str, str] | None = None,
-            fork: bool = True, log: Callable[[str], None] = print) -> list[Outcome]:
+            fork: bool = True, log: Callable[[str], None] = print,
+            started: Callable[[list[Path]], None] | None = None,
+            finished: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Execute every page missing from the jupyter-cache at ``cache_dir``, ``workers`` at a time.
 
     Parameters
@@ -97,6 +98,11 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
         start each from scratch: the same kernels, without the second or so each spends importing.
     log : callable
         Receives one line per notebook started, finished or failed (failures with the traceback).
+    started : callable, optional
+        Called once, before any kernel starts, with the pages that will execute, in the order they start
+        (an empty list when every page is in the cache).
+    finished : callable, optional
+        Called with each page's outcome as soon as it is known (an executed page is in the cache by then).
 
     Returns
     -------
@@ -117,21 +123,25 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
             outcomes[page.path] = Outcome(page.path, "cached")
     if any(not page.last for page in todo):  # the last pages read what the others make: they run again too
         todo += [page for page in pages if page.last and page not in todo]
+    todo = [p for p in todo if not p.last] + [p for p in todo if p.last]   # the order they start in
+    if started is not None:
+        started([page.path for page in todo])
     if todo:
         from reprobook.book.kernels import ForkServer
         base_env = dict(os.environ if env is None else env)
         with ForkServer(base_env) if fork else contextlib.nullcontext() as server:
             spec_dir = server.kernel_spec_dir if server is not None and server.running else None
-            runner = _Runner(cache, workers, timeout, allow_errors, in_temp, base_env, log, spec_dir)
+            runner = _Runner(cache, workers, timeout, allow_errors, in_temp, base_env, log, spec_dir, finished)
             for outcome in asyncio.run(runner.run(todo)):
                 outcomes[outcome.path] = outcome
     return [outcomes[page.path] for page in pages]
 
 
 class _Runner:
-    def __init__(self, cache, workers, timeout, allow_errors, in_temp, env, log, spec_dir):
+    def __init__(self, cache, workers, timeout, allow_errors, in_temp, env, log, spec_dir, finished=None):
         self.cache, self.workers, self.timeout, self.spec_dir = cache, workers, timeout, spec_dir
         self.allow_errors, self.in_temp, self.env, self.log = allow_errors, in_temp, env, log
+        self.finished = finished
         self.free = list(range(workers, 0, -1))
 
     async def run(self, todo: list[Page]) -> list[Outcome]:
@@ -152,9 +162,12 @@ class _Runner:
         async with slots:
             worker = self.free.pop()
             try:
-                return await self._execute(page, worker, self.gate if gated else None)
+                outcome = await self._execute(page, worker, self.gate if gated else None)
             finally:
                 self.free.append(worker)
+        if self.finished is not None:
+            self.finished(outcome)
+        return outcome
 
     async def _execute(self, page: Page, worker: int, gate) -> Outcome:
         from jupyter_cache.base import CacheBundleIn
@@ -236,12 +249,3 @@ def _client_class():
 
         _CLIENT = GatedClient
     return _CLIENT
-
-
-def log_to(stream=None) -> Callable[[str], None]:
-    """A log function writing whole lines to ``stream`` (default: stdout), flushed."""
-    def log(line: str) -> None:
-        out = stream or sys.stdout
-        out.write(line + "\n")
-        out.flush()
-    return log

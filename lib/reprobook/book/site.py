@@ -12,8 +12,10 @@ the summary) execute again, and a page never shows a stale verdict.
 The notebooks missing from the cache are then executed by a pool of workers,
 each in its own kernel (`reprobook.book.execution`), the summary page last so that it
 reads the verdicts the claim pages recorded (`reprobook.core.verdicts`); Jupyter Book
-renders from the cache. One build at a time per tree: a second ``reprobook
-book`` waits for the first, saying who holds the lock.
+renders from the cache, starting as the first kernels do: Sphinx reads each page as soon as
+its notebook is in the cache (`reprobook.book.gate`) and writes the HTML once the last one is.
+One build at a time per tree: a second ``reprobook book`` waits for the first, saying who holds
+the lock.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from reprobook.book import execution
+from reprobook.book import execution, gate
 from reprobook.core import verdicts
 from reprobook.core.config import CACHE_DIR, Project
 from reprobook.core.redaction import known_names
@@ -277,11 +280,14 @@ def _clean(build_dir: Path) -> None:
 
 
 def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], workers: int,
-                  quiet: bool = False) -> list[execution.Outcome] | None:
+                  quiet: bool = False, started: Callable[[list[Path]], None] | None = None,
+                  finished: Callable[[execution.Outcome], None] | None = None) -> list[execution.Outcome] | None:
     """Execute the book's notebooks missing from MyST-NB's cache, in parallel, the summary last.
 
     Returns the outcomes, or None when ``_config.yml`` does not ask for the cache
-    (``execute_notebooks`` other than ``cache``): then Jupyter Book executes as it will.
+    (``execute_notebooks`` other than ``cache``): then Jupyter Book executes as it will. ``started`` and
+    ``finished`` are `reprobook.book.execution.execute`'s; the pages about to execute are touched before
+    ``started`` hears of them (Sphinx reads a page again only if its source looks newer than its doctree).
     """
     root = project.root
     settings = execute_settings(root)
@@ -309,13 +315,108 @@ def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], 
     todo.sort(key=lambda page: page.path == root / SUMMARY)  # the summary the very last: after the chapter pages too
     env = {**os.environ, "REPROBOOK_ROOT": str(root), verdicts.ENV_DIR: str(record_dir)}
     env.pop("REPROBOOK_VERDICT_FILE", None)
-    outcomes = execution.execute(todo, cache_dir=cache_dir, workers=workers, timeout=settings["timeout"],
-                                 allow_errors=settings["allow_errors"], in_temp=settings["run_in_temp"], env=env,
-                                 log=execution.log_to(sys.stdout) if not quiet else lambda line: None)
-    for outcome in outcomes:
-        if outcome.status == "executed":  # Sphinx re-reads a page only if its source looks newer than its doctree
-            os.utime(outcome.path)
-    return outcomes
+    def touch_then_tell(paths: list[Path]) -> None:
+        for path in paths:
+            os.utime(path)
+        if started is not None:
+            started(paths)
+
+    return execution.execute(todo, cache_dir=cache_dir, workers=workers, timeout=settings["timeout"],
+                             allow_errors=settings["allow_errors"], in_temp=settings["run_in_temp"], env=env,
+                             log=say if not quiet else lambda line: None,
+                             started=touch_then_tell, finished=finished)
+
+
+_SAY = threading.Lock()
+
+
+def say(line: str, stream: str = "stdout") -> None:
+    """Write one whole line to this process's stdout or stderr (the notebooks' log and the render's lines
+    share the terminal while both run)."""
+    out = getattr(sys, stream)
+    with _SAY:
+        try:
+            out.write(line if line.endswith("\n") else line + "\n")
+            out.flush()
+        except (BrokenPipeError, ValueError):   # a reader that went away (| head) misses the rest, nothing more
+            pass
+
+
+def _relay(pipe, stream: str) -> None:
+    with contextlib.suppress(ValueError, OSError):
+        for line in pipe:
+            say(line, stream)
+
+
+def render_jobs() -> int:
+    """Sphinx's processes for writing the HTML: one per core, and the main one (which builds the search index)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+class Render:
+    """Jupyter Book's rendering in its own process (`reprobook.book.render`), started while the notebooks execute.
+
+    `start` with the pages still to execute opens the gate (`reprobook.book.gate`): Sphinx reads the others at
+    once, and each of those as `finished` says it is in the cache. `start` with None renders without a gate.
+    """
+
+    def __init__(self, root: Path, *, quiet: bool, jobs: int | None = None):
+        self.root = root
+        self.cmd = [sys.executable, "-m", "reprobook.book.render", "--jobs", str(jobs or render_jobs()),
+                    "build", str(root), "-W", "--keep-going"] + (["-q"] if quiet else [])
+        self.opening: gate.Opening | None = None
+        self.proc: subprocess.Popen | None = None
+        self.relays: list[threading.Thread] = []
+
+    def start(self, pending: list[Path] | None) -> None:
+        env = {**os.environ, "REPROBOOK_ROOT": str(self.root)}
+        env.pop(gate.ENV, None)
+        if pending is None:
+            self.proc = subprocess.Popen(self.cmd, env=env)
+            return
+        self.opening = gate.Opening()
+        self.opening.pending([gate.docname(self.root, path) for path in pending])
+        env[gate.ENV] = str(self.opening.read_fd)
+        try:
+            # its lines pass through this process, whole, between the notebooks' (`say`): never mixed mid-line
+            self.proc = subprocess.Popen(self.cmd, env=env, pass_fds=(self.opening.read_fd,), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        finally:
+            self.opening.forget_reader()
+        self.relays = [threading.Thread(target=_relay, args=(self.proc.stdout, "stdout"), daemon=True),
+                       threading.Thread(target=_relay, args=(self.proc.stderr, "stderr"), daemon=True)]
+        for relay in self.relays:
+            relay.start()
+
+    def finished(self, outcome: execution.Outcome) -> None:
+        if self.opening is None:
+            return
+        if outcome.status == "executed":
+            self.opening.done(gate.docname(self.root, outcome.path))
+        elif outcome.status == "failed":
+            self.stop()
+
+    def wait(self) -> int:
+        if self.proc is None:
+            self.start(None)
+        if self.opening is not None:
+            self.opening.end(ok=True)
+        rc = self.proc.wait()
+        for relay in self.relays:
+            relay.join()
+        return rc
+
+    def stop(self) -> None:
+        """Stop the render (a notebook failed, or the build was interrupted)."""
+        if self.opening is not None:
+            self.opening.end(ok=False)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 def build(project: Project | str | Path, *, clean: bool = False, quiet: bool = False, workers: int | None = None,
@@ -369,27 +470,13 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
     if stale and not quiet:
         print(f"inputs changed for: {', '.join(stale)}")
     t0 = time.monotonic()
-    outcomes = execute_pages(project, pages, stale=stale, workers=workers, quiet=quiet)
-    took_exec = time.monotonic() - t0
-    if outcomes is not None:
-        ran = [o for o in outcomes if o.status == "executed"]
-        failed = [o for o in outcomes if o.status == "failed"]
-        if failed:
-            for o in failed:
-                print(f"\n{o.path}: the notebook failed:\n{o.error}", file=sys.stderr)
-            skipped = [o.path.relative_to(root).as_posix() for o in outcomes if o.status == "skipped"]
-            print(f"book build FAILED after {took_exec:.1f} s: {len(failed)} notebook(s) failed to execute ("
-                  + ", ".join(o.path.relative_to(root).as_posix() for o in failed) + ")"
-                  + (f"; not executed: {', '.join(skipped)}" if skipped else "")
-                  + "; the tracebacks are above", file=sys.stderr)
-            return 1
-        if not quiet:
-            print(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
-                  f"{len(outcomes) - len(ran)} were in the cache")
-    cmd = [sys.executable, "-m", "reprobook.book.render", "build", str(root), "-W", "--keep-going"]
-    if quiet:
-        cmd.append("-q")
-    rc = subprocess.call(cmd, env={**os.environ, "REPROBOOK_ROOT": str(root)})
+    render = Render(root, quiet=quiet)
+    try:
+        rc = _execute_and_render(project, pages, stale, render, workers=workers, quiet=quiet, t0=t0)
+    finally:
+        render.stop()   # still running only if the build was interrupted
+    if rc is None:
+        return 1
     took = time.monotonic() - t0
     if rc == 0:
         state_file.write_text(json.dumps({"pages": pages, "site": site, "quick": quick, "runs_dir": runs_dir},
@@ -398,3 +485,30 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
     else:
         print(f"book build FAILED after {took:.1f} s (exit {rc}); see the messages above", file=sys.stderr)
     return rc
+
+
+def _execute_and_render(project: Project, pages: dict[str, str], stale: list[str], render: Render, *, workers: int,
+                        quiet: bool, t0: float) -> int | None:
+    """Execute the pages with the render started alongside; the render's exit status, or None if a notebook
+    failed (said here, the render stopped)."""
+    root = project.root
+    outcomes = execute_pages(project, pages, stale=stale, workers=workers, quiet=quiet, started=render.start,
+                             finished=render.finished)
+    took_exec = time.monotonic() - t0
+    if outcomes is not None:
+        ran = [o for o in outcomes if o.status == "executed"]
+        failed = [o for o in outcomes if o.status == "failed"]
+        if failed:
+            render.stop()
+            for o in failed:
+                print(f"\n{o.path}: the notebook failed:\n{o.error}", file=sys.stderr)
+            skipped = [o.path.relative_to(root).as_posix() for o in outcomes if o.status == "skipped"]
+            print(f"book build FAILED after {took_exec:.1f} s: {len(failed)} notebook(s) failed to execute ("
+                  + ", ".join(o.path.relative_to(root).as_posix() for o in failed) + ")"
+                  + (f"; not executed: {', '.join(skipped)}" if skipped else "")
+                  + "; the tracebacks are above", file=sys.stderr)
+            return None
+        if not quiet:
+            print(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
+                  f"{len(outcomes) - len(ran)} were in the cache")
+    return render.wait()

@@ -23,6 +23,7 @@ from pathlib import Path
 from docutils import nodes
 
 from reprobook.book import assets
+from reprobook.book import gate as gate_module
 from reprobook.book.evidence import START as EVIDENCE_START
 from reprobook.book.pages import HOWTO_END, HOWTO_START
 from reprobook.core.checks import BADGE_END, BADGE_START
@@ -221,7 +222,45 @@ def _config_inited(app, config) -> None:
     config.html_static_path.append(str(STATIC))
 
 
+def _serial_read(app, env, docnames) -> None:
+    """Sphinx reads one page at a time, whatever ``--jobs`` says; it writes with them (`_parallel_again`).
+
+    Two of Jupyter Book's own extensions do not say whether reading in parallel is safe, so Sphinx would read
+    serially anyway, with a warning (an error under ``-W``); and pages read while the notebooks execute (`gate`)
+    are read by the one process that reads the gate.
+    """
+    if app.parallel > 1:
+        app.reprobook_jobs = app.parallel
+        app.parallel = 1
+
+
+def _parallel_again(app, env) -> None:
+    jobs = getattr(app, "reprobook_jobs", None)
+    if jobs:
+        app.parallel = jobs
+
+
+def _connect_gate(app, gate) -> None:
+    """Read each page once its notebook is in the cache (`reprobook.book.gate`)."""
+    def guarded(step):
+        def handler(*args):
+            try:
+                step(*args)
+            except gate_module.Closed as exc:
+                gate_module.stop(str(exc))
+        return handler
+
+    app.connect("env-before-read-docs", guarded(lambda app, env, docnames: gate.order(docnames)), priority=900)
+    app.connect("source-read", guarded(lambda app, docname, source: gate.before_read(docname)), priority=100)
+    app.connect("doctree-read", guarded(lambda app, doctree: gate.after_read(app.env.docname)), priority=900)
+
+
 def setup(app):
+    app.connect("env-before-read-docs", _serial_read)
+    app.connect("env-updated", _parallel_again)
+    gate = gate_module.Gate.from_env()
+    if gate is not None:
+        _connect_gate(app, gate)
     app.connect("config-inited", _config_inited)
     app.connect("doctree-read", _doctree_read)
     app.connect("build-finished", _build_finished)
