@@ -129,7 +129,10 @@ def quantize_png(path: Path) -> bool:
     data = out.getvalue()
     if len(data) >= path.stat().st_size:
         return False
-    path.write_bytes(data)
+    # whole or not at all: the book's extension may read the plot's words while it is being shrunk
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
     return True
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from reprobook.core.checks import STATISTICS, ClaimVerdict, matches, statistic_of, trial_rows
@@ -15,6 +16,14 @@ def _value_column(claim: Claim, measure: str) -> str | None:
         if c.options.get("target_published"):
             return c.value
     return claim.plots[0]["y"] if claim.plots else None
+
+
+def _bare(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    if frame is None:
+        return None
+    out = frame.copy(deep=False)
+    out.attrs = {}
+    return out
 
 
 def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdict | None = None) -> pd.DataFrame:
@@ -37,21 +46,34 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
     other_names = list(dict.fromkeys(pv.name or pv.source for n in claim.published for pv in n.others))
     rows = []
     trials = trial_rows(measured) if measured is not None and not measured.empty else measured
+    has_trials = trials is not None and trials is not measured
+    # the tables without their attrs (pandas deep-copies a frame's attrs into every column and selection taken
+    # from it, and a loader's carry its trials' rows), and each label's rows worked out once for all the numbers
+    frames = {"measured": _bare(measured), "trials": _bare(trials) if has_trials else None}
+    masks: dict[tuple, np.ndarray] = {}
+
+    def rows_of(which: str, column: str, want) -> np.ndarray:
+        key = (which, column, repr(want))
+        if key not in masks:
+            masks[key] = matches(frames[which][column], want).to_numpy(bool)
+        return masks[key]
+
     stats = set()
     for n in claim.published:
         col = _value_column(claim, n.measure)
         got = None
         stat = statistic_of(claim, col, measured)
-        source = (trials if trials is not None and trials is not measured and col in trials
-                  and set(n.labels) <= set(trials.columns) else measured)
+        which = ("trials" if has_trials and col in trials and set(n.labels) <= set(trials.columns) else "measured")
+        source = frames[which]
         if source is not None and not source.empty and col in source and set(n.labels) <= set(source.columns):
-            match = source
+            keep = np.ones(len(source), dtype=bool)
             for k, v in n.labels.items():
-                match = match[matches(match[k], v)]
-            values = match[col].dropna().to_numpy(float) if not match.empty else []
+                keep &= rows_of(which, k, v)
+            values = source[col].to_numpy()[keep]
+            values = values[pd.notna(values)].astype(float)
             if len(values):
-                got = float(STATISTICS[stat](values)) if source is trials else float(values.mean())
-                stats.add(stat if source is trials else "mean")
+                got = float(STATISTICS[stat](values)) if which == "trials" else float(values.mean())
+                stats.add(stat if which == "trials" else "mean")
         row = {k: n.labels.get(k, "") for k in label_cols}
         if n.measure:
             row["measure"] = n.measure

@@ -39,9 +39,10 @@ from pathlib import Path
 
 KERNEL_NAME = "reprobook-forked"
 ENV_SOCKET = "REPROBOOK_FORK_SERVER"
-PRELOAD = ("ipykernel.kernelapp", "numpy", "pandas", "matplotlib.pyplot", "seaborn", "reprobook.api",
+PRELOAD = ("ipykernel.kernelapp", "ipykernel.debugger", "numpy", "pandas", "matplotlib.pyplot", "seaborn", "reprobook.api",
            "reprobook.report", "reprobook.book.plots", "myst_nb.ext.glue")
-"""What the server imports once: the kernel itself and what the book's notebooks import (the papers' plug-ins too,
+"""What the server imports once: the kernel itself (its debugger's module too: ipykernel imports it as each kernel
+starts, and with it pydevd, about a third of a second a kernel) and what the book's notebooks import (the papers' plug-ins too,
 which `reprobook.core.plugins` finds; seaborn for the plots; MyST-NB's glue, by which a page gives the book its
 verdict, and with it nbformat and jsonschema, imported without the format checkers: see
 `reprobook.core.schema.jsonschema_module`)."""
@@ -94,7 +95,9 @@ class ForkServer:
         spec = path / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "reprobook.book.kernels", "launch", "-f", "{connection_file}"],
+            # a page's cells are not the user's IPython history (a build would fill it, and pay an SQLite write a cell)
+            "argv": [sys.executable, "-m", "reprobook.book.kernels", "launch", "-f", "{connection_file}",
+                     "--HistoryManager.enabled=False"],
             "display_name": "Python 3 (forked by reprobook)", "language": "python",
             "interrupt_mode": "signal", "env": {ENV_SOCKET: str(sock)},
             # the forked kernel is ipykernel's, reading its keys from the connection file as any other

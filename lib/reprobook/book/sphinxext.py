@@ -150,6 +150,45 @@ def _doctree_read(app, doctree) -> None:
         return None
 
     caption_plots(doctree, locate)
+    if getattr(app.builder, "format", "") == "html":
+        # the page's plots shrunk now, in the background, while other pages are read (and notebooks execute):
+        # not all at the end, when the site waits for them (`assets.lighten` then finds them done)
+        for image in doctree.findall(nodes.image):
+            path = locate(image.get("uri", ""))
+            if path is not None:
+                _early_plots().submit(path)
+
+
+class _Plots:
+    """The plots being shrunk (`assets.quantize_png`) while Sphinx reads; `wait` before they are copied."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reprobook-plots")
+        self.started: dict[Path, object] = {}
+
+    def submit(self, path: Path) -> None:
+        if path not in self.started:
+            self.started[path] = self.pool.submit(assets.quantize_png, path)
+
+    def wait(self) -> None:
+        for future in self.started.values():
+            future.exception()   # a plot that cannot be shrunk stays as it is (lighten tries it again)
+
+
+_PLOTS: _Plots | None = None
+
+
+def _early_plots() -> _Plots:
+    global _PLOTS
+    if _PLOTS is None:
+        _PLOTS = _Plots()
+    return _PLOTS
+
+
+def _plots_done(app, env) -> None:
+    if _PLOTS is not None:
+        _PLOTS.wait()
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -258,6 +297,7 @@ def _connect_gate(app, gate) -> None:
 def setup(app):
     app.connect("env-before-read-docs", _serial_read)
     app.connect("env-updated", _parallel_again)
+    app.connect("env-updated", _plots_done)
     gate = gate_module.Gate.from_env()
     if gate is not None:
         _connect_gate(app, gate)
