@@ -61,12 +61,33 @@ def icon_data(script: str, wanted: set[tuple[str, str]]) -> dict[tuple[str, str]
         for p, a, b in packs:
             if p != pack:
                 continue
-            m = re.compile(r'(?:"%s"|(?<![\w"-])%s):\[(\d+),(\d+),\[[^\]]*\],"[^"]*","((?:[^"\\]|\\.)*)"\]'
-                           % (re.escape(name), re.escape(name))).search(script, a, b)
+            m = _icon_at(script, name, a, b)
             if m:
                 found[(pack, name)] = (int(m.group(1)), int(m.group(2)), m.group(3))
                 break
     return found
+
+
+_ICON_BODY = re.compile(r'\[(\d+),(\d+),\[[^\]]*\],"[^"]*","((?:[^"\\]|\\.)*)"\]')
+
+
+def _icon_at(script: str, name: str, start: int, end: int) -> re.Match | None:
+    """The first definition of icon ``name`` (``"name":[...]`` or ``name:[...]`` not part of a longer name) in
+    ``script[start:end]``: found by plain text search, then its body matched there (a regular expression that
+    starts with a choice of names and a look-behind searches the megabyte of the script far more slowly)."""
+    best = None
+    for needle, quoted in ((f'"{name}":', True), (f"{name}:", False)):
+        at = script.find(needle, start, end)
+        while at != -1:
+            before = script[at - 1] if at > 0 else ""
+            if quoted or not (before.isalnum() or before in '_"-'):
+                m = _ICON_BODY.match(script, at + len(needle), end)
+                if m:
+                    if best is None or at < best[0]:
+                        best = (at, m)
+                    break
+            at = script.find(needle, at + 1, end)
+    return best[1] if best else None
 
 
 def svg_for(attrs: str, classes: str, pack: str, name: str, data: tuple[int, int, str]) -> str:

@@ -79,7 +79,7 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
             allow_errors: bool = False, in_temp: bool = False, env: Mapping[str, str] | None = None,
             fork: bool = True, log: Callable[[str], None] = print,
             started: Callable[[list[Path]], None] | None = None,
-            finished: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+            finished: Callable[[Outcome], None] | None = None, server=None) -> list[Outcome]:
     """Execute every page missing from the jupyter-cache at ``cache_dir``, ``workers`` at a time.
 
     Parameters
@@ -103,6 +103,8 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
         (an empty list when every page is in the cache).
     finished : callable, optional
         Called with each page's outcome as soon as it is known (an executed page is in the cache by then).
+    server : reprobook.book.kernels.ForkServer, optional
+        A fork server the caller started (`ForkServer.start`) and stops; else one is started here if ``fork``.
 
     Returns
     -------
@@ -129,7 +131,10 @@ def execute(pages: Sequence[Page], *, cache_dir: Path, workers: int | None = Non
     if todo:
         from reprobook.book.kernels import ForkServer
         base_env = dict(os.environ if env is None else env)
-        with ForkServer(base_env) if fork else contextlib.nullcontext() as server:
+        if server is not None:
+            server.wait_ready()
+            fork = False   # this one, not another
+        with ForkServer(base_env) if fork else contextlib.nullcontext(server) as server:
             spec_dir = server.kernel_spec_dir if server is not None and server.running else None
             runner = _Runner(cache, workers, timeout, allow_errors, in_temp, base_env, log, spec_dir, finished)
             for outcome in asyncio.run(runner.run(todo)):

@@ -87,8 +87,16 @@ class ForkServer:
         self.tmp: tempfile.TemporaryDirectory | None = None
         self.proc: subprocess.Popen | None = None
         self.kernel_spec_dir: str | None = None
+        self._ready = None
 
     def __enter__(self) -> "ForkServer":
+        self.start()
+        self.wait_ready()
+        return self
+
+    def start(self) -> "ForkServer":
+        """Start the server without waiting for it to be ready (its imports take a second or so): `wait_ready`
+        before the first kernel, and end it with ``__exit__`` as a ``with`` block would."""
         self.tmp = tempfile.TemporaryDirectory(prefix="reprobook-kernels-")
         path = Path(self.tmp.name)
         sock = path / "server.sock"
@@ -104,18 +112,31 @@ class ForkServer:
             "metadata": {"supported_encryption": ["curve"]}}))
         self.kernel_spec_dir = str(path / "kernels")
         r, w = os.pipe()
+        # pydevd (ipykernel's debugger, preloaded) would warn at import that Python's frozen modules may hide
+        # breakpoints: nobody debugs a book's build (ipykernel's own kernel spec sets the same)
+        env = {**self.env, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
         try:
             # the server's output (and its kernels') goes where this process's goes, as for ordinary kernels;
             # it says it is ready on a pipe of its own
             self.proc = subprocess.Popen([sys.executable, "-m", "reprobook.book.kernels", "serve", str(sock),
-                                          ",".join(self.preload), str(w)], env=self.env, stdin=subprocess.DEVNULL,
+                                          ",".join(self.preload), str(w)], env=env, stdin=subprocess.DEVNULL,
                                          cwd=path, pass_fds=(w,))
+        except BaseException:
+            os.close(r)
+            raise
         finally:
             os.close(w)
-        with os.fdopen(r, "rb") as ready:
-            if ready.readline().strip() != b"ready":  # kernels are then started the ordinary way: slower, never wrong
-                self.close()
+        self._ready = os.fdopen(r, "rb")
         return self
+
+    def wait_ready(self) -> bool:
+        """Wait until the server has imported what it preloads; False (and the server stopped) if it failed."""
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            with ready:
+                if ready.readline().strip() != b"ready":  # kernels are then started the ordinary way: slower, never wrong
+                    self.close()
+        return self.running
 
     @property
     def running(self) -> bool:
@@ -133,6 +154,9 @@ class ForkServer:
             self.proc = None
 
     def __exit__(self, *exc) -> None:
+        if self._ready is not None:
+            self._ready.close()
+            self._ready = None
         self.close()
         if self.tmp is not None:
             self.tmp.cleanup()

@@ -279,9 +279,17 @@ def _clean(build_dir: Path) -> None:
             item.unlink(missing_ok=True)
 
 
+def kernel_env(root: Path) -> dict[str, str]:
+    """The environment of the book's kernels (and of the fork server they come from)."""
+    env = {**os.environ, "REPROBOOK_ROOT": str(root), verdicts.ENV_DIR: str(root / "_build" / VERDICTS)}
+    env.pop("REPROBOOK_VERDICT_FILE", None)
+    return env
+
+
 def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], workers: int,
                   quiet: bool = False, started: Callable[[list[Path]], None] | None = None,
-                  finished: Callable[[execution.Outcome], None] | None = None) -> list[execution.Outcome] | None:
+                  finished: Callable[[execution.Outcome], None] | None = None,
+                  server=None) -> list[execution.Outcome] | None:
     """Execute the book's notebooks missing from MyST-NB's cache, in parallel, the summary last.
 
     Returns the outcomes, or None when ``_config.yml`` does not ask for the cache
@@ -313,8 +321,7 @@ def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], 
         # chapter page only when its data changed; otherwise its cached verdicts are still the right ones)
         todo.append(execution.Page(path, env=env, last=rel == SUMMARY or (rel in chapters and rel in stale)))
     todo.sort(key=lambda page: page.path == root / SUMMARY)  # the summary the very last: after the chapter pages too
-    env = {**os.environ, "REPROBOOK_ROOT": str(root), verdicts.ENV_DIR: str(record_dir)}
-    env.pop("REPROBOOK_VERDICT_FILE", None)
+    env = kernel_env(root)
     def touch_then_tell(paths: list[Path]) -> None:
         for path in paths:
             os.utime(path)
@@ -324,7 +331,7 @@ def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], 
     return execution.execute(todo, cache_dir=cache_dir, workers=workers, timeout=settings["timeout"],
                              allow_errors=settings["allow_errors"], in_temp=settings["run_in_temp"], env=env,
                              log=say if not quiet else lambda line: None,
-                             started=touch_then_tell, finished=finished)
+                             started=touch_then_tell, finished=finished, server=server)
 
 
 _SAY = threading.Lock()
@@ -457,6 +464,20 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
     if index.is_file() and state.get("quick") and state["quick"] == quick_stamp(root, state.get("runs_dir")):
         print(up_to_date)
         return 0
+    with contextlib.ExitStack() as stack:
+        server = None
+        if execute_settings(root)["execute_notebooks"] == "cache":
+            # the kernels' fork server imports pandas, matplotlib, ... (a second or so) while this process works out
+            # what changed; a page to execute finds it ready (none: it was started for nothing, and stopped)
+            from reprobook.book.kernels import ForkServer
+            server = ForkServer(kernel_env(root)).start()
+            stack.callback(server.__exit__, None, None, None)
+        return _build_loaded(root, load, state_file, state, index, up_to_date, quiet=quiet, workers=workers,
+                             server=server)
+
+
+def _build_loaded(root: Path, load: Callable[[], Project], state_file: Path, state: dict, index: Path,
+                  up_to_date: str, *, quiet: bool, workers: int, server) -> int:
     project = load()
     runs_dir = str(project.settings.runs_dir)
     quick = quick_stamp(root, runs_dir)
@@ -472,7 +493,7 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
     t0 = time.monotonic()
     render = Render(root, quiet=quiet)
     try:
-        rc = _execute_and_render(project, pages, stale, render, workers=workers, quiet=quiet, t0=t0)
+        rc = _execute_and_render(project, pages, stale, render, workers=workers, quiet=quiet, t0=t0, server=server)
     finally:
         render.stop()   # still running only if the build was interrupted
     if rc is None:
@@ -488,12 +509,12 @@ def _build(root: Path, load: Callable[[], Project], *, clean: bool, quiet: bool,
 
 
 def _execute_and_render(project: Project, pages: dict[str, str], stale: list[str], render: Render, *, workers: int,
-                        quiet: bool, t0: float) -> int | None:
+                        quiet: bool, t0: float, server=None) -> int | None:
     """Execute the pages with the render started alongside; the render's exit status, or None if a notebook
     failed (said here, the render stopped)."""
     root = project.root
     outcomes = execute_pages(project, pages, stale=stale, workers=workers, quiet=quiet, started=render.start,
-                             finished=render.finished)
+                             finished=render.finished, server=server)
     took_exec = time.monotonic() - t0
     if outcomes is not None:
         ran = [o for o in outcomes if o.status == "executed"]
