@@ -39,13 +39,15 @@ from pathlib import Path
 
 KERNEL_NAME = "reprobook-forked"
 ENV_SOCKET = "REPROBOOK_FORK_SERVER"
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.debugger", "numpy", "pandas", "matplotlib.pyplot", "seaborn", "reprobook.api",
-           "reprobook.report", "reprobook.book.plots", "myst_nb.ext.glue")
-"""What the server imports once: the kernel itself (its debugger's module too: ipykernel imports it as each kernel
-starts, and with it pydevd, about a third of a second a kernel) and what the book's notebooks import (the papers' plug-ins too,
-which `reprobook.core.plugins` finds; seaborn for the plots; MyST-NB's glue, by which a page gives the book its
-verdict, and with it nbformat and jsonschema, imported without the format checkers: see
-`reprobook.core.schema.jsonschema_module`)."""
+PRELOAD = ("ipykernel.kernelapp", "ipykernel.debugger", "pdb", "IPython.core.debugger", "IPython.core.oinspect",
+           "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.platform.asyncio", "numpy", "pandas",
+           "matplotlib.pyplot", "seaborn", "reprobook.api", "reprobook.report", "reprobook.book.plots",
+           "myst_nb.ext.glue")
+"""What the server imports once: the kernel itself, with what ipykernel imports as each kernel starts (its debugger's
+module and with it pydevd, about a third of a second a kernel; pdb, IPython's inspector, completer and store magic),
+and what the book's notebooks import (the papers' plug-ins too, which `reprobook.core.plugins` finds; seaborn for the
+plots; MyST-NB's glue, by which a page gives the book its verdict, and with it nbformat and jsonschema, imported
+without the format checkers: see `reprobook.core.schema.jsonschema_module`)."""
 INLINE = "module://matplotlib_inline.backend_inline"
 
 
