@@ -322,6 +322,7 @@ def execute_pages(project: Project, pages: dict[str, str], *, stale: list[str], 
         todo.append(execution.Page(path, env=env, last=rel == SUMMARY or (rel in chapters and rel in stale)))
     todo.sort(key=lambda page: page.path == root / SUMMARY)  # the summary the very last: after the chapter pages too
     env = kernel_env(root)
+
     def touch_then_tell(paths: list[Path]) -> None:
         for path in paths:
             os.utime(path)
@@ -529,7 +530,7 @@ def _execute_and_render(project: Project, pages: dict[str, str], stale: list[str
                   + (f"; not executed: {', '.join(skipped)}" if skipped else "")
                   + "; the tracebacks are above", file=sys.stderr)
             return None
-        if not quiet:
-            print(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
-                  f"{len(outcomes) - len(ran)} were in the cache")
+        if not quiet:   # the render may be writing too
+            say(f"executed {len(ran)} notebook(s) in {took_exec:.1f} s with {workers} worker(s); "
+                f"{len(outcomes) - len(ran)} were in the cache")
     return render.wait()
