@@ -38,7 +38,7 @@ def hosts(bed, tmp_path):
 
 
 def test_a_released_host_takes_a_new_run_at_once_every_time(hosts):
-    for k in range(3):   # the hold polls once a second: a launch right after release must never fall in between
+    for k in range(3):   # a launch right after release must never fall between the hold's end and its lock's
         run_id = f"held-{k}"
         hold(hosts, run_id, "control")
         with pytest.raises(HostBusy) as busy:
