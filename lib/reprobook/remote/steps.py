@@ -136,6 +136,10 @@ sudo, a package apt does not know, or a failing apt-get stop with a message nami
 _PRELUDE = r"""
 rb_force=0
 mkdir -p "$RB_RUN_DIR/steps"
+# a directory for SSH control sockets the job's steps share: a step whose ssh names ControlPath=$RB_SSH_CM/%C uses
+# the connection an earlier step opened to that host (and the job ends the masters left open)
+RB_SSH_CM=$(mktemp -d /tmp/rb-ssh.XXXXXX) && export RB_SSH_CM
+trap 'for rb_s in "$RB_SSH_CM"/*; do [ -S "$rb_s" ] && ssh -F /dev/null -o ControlPath="$rb_s" -O exit rb-job >/dev/null 2>&1; done; rm -rf "$RB_SSH_CM"' EXIT
 rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in an earlier attempt)
   if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
     echo "### reprobook step $1/$2: $3 [skipped: done in an earlier attempt]"
