@@ -2,13 +2,16 @@
 real sshd.
 
 A held host refuses another run, naming the run that holds it. Once `release` returns, the host takes a new run at
-once: the hold's job notices its release within a second (it polls), so `release` waits until that job has ended
+once: the hold's job is woken by its release (a line on a fifo), and `release` waits until that job has ended
 and the host's lock is free. Before, a launch right after a release was refused when the hold had not yet looked
 (seen in CI on a loaded machine, `test_cluster.py::test_a_launch_that_fails_before_any_job_lets_the_held_hosts_go`).
 """
 
 from __future__ import annotations
 
+import stat
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -35,7 +38,7 @@ def hosts(bed, tmp_path):
 
 
 def test_a_released_host_takes_a_new_run_at_once_every_time(hosts):
-    for k in range(3):   # the hold polls once a second: a launch right after release must never fall in between
+    for k in range(3):   # a launch right after release must never fall between the hold's end and its lock's
         run_id = f"held-{k}"
         hold(hosts, run_id, "control")
         with pytest.raises(HostBusy) as busy:
@@ -57,3 +60,18 @@ def test_release_of_hosts_never_held_or_released_twice_is_quiet(hosts):
     assert release(hosts, "twice") == {} and release(hosts, "twice") == {}
     job = Job(hosts["m2"], "twice.hold")
     assert job.status().state == "succeeded"   # the hold's job ended as released, not killed
+
+
+def test_a_hold_sleeps_on_a_fifo_and_its_release_wakes_it_at_once(hosts, tmp_path):
+    # without the wake it would look every 5 s (and before, every second, for the two days a hold may last)
+    hold(hosts, "woken", "control")
+    d = Path(Job(hosts["m1"], "woken.hold").remote_dir)
+    deadline = time.monotonic() + 10
+    while not (d / "wake").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stat.S_ISFIFO((d / "wake").stat().st_mode)
+    t0 = time.monotonic()   # the hold has just begun a wait of 5 s
+    assert release(hosts, "woken") == {}
+    took = time.monotonic() - t0
+    assert took < 3.0, f"the release took {took:.1f} s: the hold was not woken, it found the release file by looking"
+    assert Job(hosts["m1"], "woken.hold").status().state == "succeeded"

@@ -98,7 +98,8 @@ class Timeline:
 
 def by_reprobook(cluster, point: tuple[str, dict], target: str = "rehearsal") -> dict:
     """``point`` (a claim and its parameters: one config, one client count) through `perform` on the cluster
-    ``target`` (a fresh run: every setup step runs, and skips what is installed and built), with the default
+    ``target`` (a fresh run: every setup step runs and skips what is installed, or is skipped whole when it is
+    unchanged since an earlier run: Pequin's build), with the default
     polling; its timeline, each step's start, and the throughput it measured. ``cluster`` has the ``project``, the
     testbed ``bed`` and a list ``started`` the run's id goes into."""
     project = cluster.project

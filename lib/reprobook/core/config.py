@@ -36,7 +36,7 @@ from reprobook.core.archives import Limits
 from reprobook.core.requirements import Requirements, parse_requirements
 from reprobook.core.schema import frozen as _frozen, jsonschema_module, load_yaml  # noqa: F401  (jsonschema_module: public here too)
 from reprobook.core.model import (CONTROL, PRESENTATIONS, CheckSpec, OutputSpec, Parameter, PublishedNumber,  # noqa: F401
-                                  PublishedValue, Repository, RoleSpec, Step, duration_words)
+                                  PublishedValue, Repository, RoleSpec, Step, Unchanged, duration_words)
 
 LOCAL = "local"
 
@@ -353,12 +353,21 @@ def _pattern(decl: Mapping, name: str, default, *, file, where: str):
     return pattern
 
 
+def _unchanged(raw: Mapping | None) -> Unchanged | None:
+    if raw is None:
+        return None
+    env = raw.get("env")
+    return Unchanged(inputs=tuple(map(str, raw.get("inputs") or ())), products=tuple(map(str, raw["products"])),
+                     env=None if env is None else tuple(map(str, env)))
+
+
 def _steps(items) -> tuple[Step, ...]:
     return tuple(Step(name=s["name"], run=s["run"], cwd=s.get("cwd", ""),
                       expected_minutes=float(s.get("expected_minutes", 0)), note=s.get("note", ""),
                       where=s.get("where", "host"), role=s.get("role", ""), sweep=bool(s.get("sweep", False)),
                       scales_with=tuple(s.get("scales_with") or ()),
-                      packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()))
+                      packages=tuple((str(os), tuple(p)) for os, p in (s.get("packages") or {}).items()),
+                      unchanged=_unchanged(s.get("unchanged")))
                  for s in items or ())
 
 

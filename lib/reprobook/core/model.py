@@ -34,6 +34,17 @@ class Repository:
 
 
 @dataclass(frozen=True)
+class Unchanged:
+    """What decides that a step need not run again on a host (its ``unchanged:`` in the paper file): the paths it reads
+    (``inputs``), the variables it reads (``env``; None: every parameter), and the paths it makes (``products``). Paths
+    are relative to the step's directory; the shell expands variables and globs in them."""
+
+    inputs: tuple[str, ...] = ()
+    products: tuple[str, ...] = ()
+    env: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Step:
     name: str
     run: str
@@ -47,6 +58,9 @@ class Step:
     # the packages it installs, by OS release: (("Debian 12", (name, ...)), ...), in the paper file's order; the step's
     # shell gets rb_packages (reprobook.remote.steps), and the role's os requirement names only these releases
     packages: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # skipped when unchanged since its last successful run on the host (reprobook.remote.steps): None, or its
+    # `Unchanged` (what it reads, the variables it reads, what it makes)
+    unchanged: "Unchanged | None" = None
 
     @property
     def releases(self) -> tuple[str, ...]:

@@ -84,9 +84,10 @@ date +%s > "$rundir/started"
 ( trap - PIPE HUP; exec setsid nohup bash "$rundir/wrapper.sh" "$rundir" ) > /dev/null 2>&1 < /dev/null 8>&- &
 echo $! > "$rundir/pid"
 echo "RB:STARTED $!"
-# a step that ends at once (a check, a trivial run) is reported in this round trip, not the next
+# a step that ends at once (a check, a trivial run) is reported in this round trip, not the next (unless the
+# caller knows its job does not: a hold, a live run's checkout and steps)
 exec 8>&- 9>&-
-for i in 1 2 3 4 5 6 7 8; do [ -f "$rundir/exit_code" ] && break; sleep 0.03; done
+if [ "${6:-1}" = 1 ]; then for i in 1 2 3 4 5 6 7 8; do [ -f "$rundir/exit_code" ] && break; sleep 0.03; done; fi
 """
 
 _STATUS = r"""
@@ -331,10 +332,11 @@ true
                   log_tail=st.log_tail, host=self.host.name)
 
 
-INLINE_MAX = 64 * 1024
+INLINE_MAX = 96 * 1024
 """Bytes of a job script (base64) sent inside the launch command itself. The whole command reaches the remote
-shell as one argument, which Linux caps at 128 KiB (MAX_ARG_STRLEN): a longer script (a sweep of many generated
-configs) is staged in parts of this size first."""
+shell as one argument, which Linux caps at 128 KiB (MAX_ARG_STRLEN; the launch script and its quoting take under
+10 KiB of it): a longer script (a sweep of many generated configs) is staged in parts of this size first. A
+Pesto rehearsal's script (its patches and configs inside) is about 85 KB: one round trip, not three."""
 
 _STAGE = r"""
 set -eu
@@ -365,11 +367,14 @@ def _stage(job: "Job", run_id: str, payload: str) -> str:
     return f"@{job.base}/staging/{run_id}.cmd.b64"
 
 
-def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "") -> tuple[Job, bool]:
+def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "",
+           settle: bool = True) -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
 
     ``first``: shell commands run on the host before the launch, in the same round trip (``$1`` is the host's
-    ``.reprobook`` directory, ``$2`` the run id); they must not fail.
+    ``.reprobook`` directory, ``$2`` the run id); they must not fail. ``settle``: the launch waits up to a quarter of
+    a second for the job to end, so that a job that ends at once is reported in the same round trip; False for a
+    job that does not (a hold): the launch answers as soon as the job started.
 
     With ``resume``, a run that exists but ended without success (failed,
     cancelled or lost) is started again with ``script``: its earlier attempt
@@ -387,7 +392,7 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first:
     if len(payload) > INLINE_MAX:
         payload = _stage(job, run_id, payload)
     res = job._sh((first.rstrip() + "\n" if first else "") + _LAUNCH, job.base, run_id, payload, _b64(_WRAPPER),
-                  "1" if resume else "0", retries=2, step="launching the job")
+                  "1" if resume else "0", "1" if settle else "0", retries=2, step="launching the job")
     head, _, status = res.stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""

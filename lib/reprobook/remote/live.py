@@ -245,7 +245,8 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan
         run.update(status="refused", error=exc.message)
         raise
     try:
-        job, started = launch(host, run_id, script, resume=resume)
+        # its checkout and steps do not end at once: no wait for that in the launch (a poll follows at once)
+        job, started = launch(host, run_id, script, resume=resume, settle=False)
     except HostBusy as exc:
         release(members, run_id)
         run.update(status="refused", error=exc.message)

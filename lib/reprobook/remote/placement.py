@@ -44,12 +44,16 @@ from reprobook.core.requirements import HostFacts, Requirements, shortfalls
 
 HOLD_SCRIPT = """# reprobook: holds this host for run {run_id} (its job runs on {control})
 end=$(( $(date +%s) + {seconds} ))
-while [ ! -e release ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
+# woken by a line on the fifo `wake` (release writes one), else it looks every 5 s; without a fifo, every second
+if rm -f wake && mkfifo wake 2>/dev/null && exec 3<>wake; then nap() {{ read -r -t 5 -u 3 _ || true; }}
+else nap() {{ sleep 1; }}; fi
+while [ ! -e release ] && [ "$(date +%s)" -lt "$end" ]; do nap; done
 """
-"""The job that holds a member host: it keeps the host's benchmark lock until released (or a deadline)."""
+"""The job that holds a member host: it keeps the host's benchmark lock until released (or a deadline). It sleeps
+on a fifo that `release` writes to: it ends as soon as it is told, without waking up every second for two days."""
 
 RELEASE_WAIT_S = 20
-"""How long `release` waits for a told hold to end (it polls each second, so under a second when idle)."""
+"""How long `release` waits for a told hold to end (it is woken at once; one that cannot be looks each second)."""
 
 HOLD_HOURS = 48
 """A hold nobody releases (its client gone for good) ends by itself after this long."""
@@ -309,7 +313,7 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
              'cancelled boot_id cmd.sh log; fi ) || true')
 
     def take(h: Host):
-        return launch(h, hold_id, script, first=clear)
+        return launch(h, hold_id, script, first=clear, settle=False)
     got = on_each(hosts, take)
     failed = {n: r for n, r in got.items() if isinstance(r, ReprobookError)}
     if failed:
@@ -330,7 +334,10 @@ def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
     that is slow to notice (a loaded host) still ends by itself within a second or two after that.
     """
     from reprobook.remote.jobs import Job
-    script = ('d=$1; [ -d "$d" ] || exit 0; touch "$d/release"; pid=$(cat "$d/pid" 2>/dev/null || true); '
+    # the fifo opened for reading and writing: the write never waits, whether the hold still reads it or not
+    script = ('d=$1; [ -d "$d" ] || exit 0; touch "$d/release"; '
+              'if [ -p "$d/wake" ]; then { echo >&3; } 3<>"$d/wake" || true; fi; '
+              'pid=$(cat "$d/pid" 2>/dev/null || true); '
               '[ -n "$pid" ] || exit 0; i=0; '
               f'while [ $i -lt {RELEASE_WAIT_S * 10} ] && kill -0 "$pid" 2>/dev/null && '
               'tr "\\0" " " < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; do sleep 0.1; i=$((i + 1)); done; true')

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 import shlex
 from typing import Any, Mapping, Sequence
@@ -135,6 +136,10 @@ sudo, a package apt does not know, or a failing apt-get stop with a message nami
 _PRELUDE = r"""
 rb_force=0
 mkdir -p "$RB_RUN_DIR/steps"
+# a directory for SSH control sockets the job's steps share: a step whose ssh names ControlPath=$RB_SSH_CM/%C uses
+# the connection an earlier step opened to that host (and the job ends the masters left open)
+RB_SSH_CM=$(mktemp -d /tmp/rb-ssh.XXXXXX) && export RB_SSH_CM
+trap 'for rb_s in "$RB_SSH_CM"/*; do [ -S "$rb_s" ] && ssh -F /dev/null -o ControlPath="$rb_s" -O exit rb-job >/dev/null 2>&1; done; rm -rf "$RB_SSH_CM"' EXIT
 rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in an earlier attempt)
   if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
     echo "### reprobook step $1/$2: $3 [skipped: done in an earlier attempt]"
@@ -151,6 +156,60 @@ rb_end() {  # index hash
   printf '%s\n' "$secs" > "$RB_RUN_DIR/steps/$1.secs"   # a sweep point's time: the progress line's estimate
   printf '%s\n' "$2" > "$RB_RUN_DIR/steps/$1.done"
   echo "### reprobook: step $1 done in $secs s"
+}
+rb_state() {  # in|out path...: one line a path, as a step's inputs or products are compared from run to run: a git
+              # work tree (an input) its commit and its tracked files' changes, a file its content (an input of at most
+              # 1 MiB) or its size and time, a directory its files' sizes and times; status 1 when a product is missing
+  local how=$1 p top rc=0; shift
+  # not the paths themselves: one may name the run's own directory ($RB_INPUTS), and the key has their text
+  for p in "$@"; do
+    if [ "$how" = in ] && [ -d "$p" ] && top=$(git -C "$p" rev-parse --show-toplevel 2>/dev/null) \
+       && [ "$(cd "$p" && pwd -P)" = "$(cd "$top" && pwd -P)" ]; then
+      printf 'git %s ' "$(git -C "$p" rev-parse HEAD 2>/dev/null)"
+      git -C "$p" diff HEAD --submodule=diff --binary --no-ext-diff --no-textconv 2>/dev/null | sha256sum
+    elif [ -d "$p" ]; then
+      printf 'dir '; find "$p" -printf '%P %y %s %T@\n' 2>/dev/null | LC_ALL=C sort | sha256sum
+    elif [ -f "$p" ] && [ "$how" = in ] && [ "$(stat -c %s -- "$p")" -le 1048576 ]; then
+      printf 'file '; sha256sum < "$p"
+    elif [ -e "$p" ]; then
+      printf 'file %s\n' "$(find "$p" -maxdepth 0 -printf '%s %T@')"
+    else
+      echo missing; [ "$how" = in ] || rc=1
+    fi
+  done
+  return "$rc"
+}
+rb_env() {  # name...: each variable as the step reads it
+  local n
+  for n in "$@"; do printf '%s=%s\n' "$n" "${!n-(unset)}"; done
+}
+rb_begin_u() {  # index total name hash stamp: rb_begin, or 1 (skip it) when the step's inputs and products ($rb_u_in,
+                # $rb_u_out) are those its last successful run on this host left (its stamp), unless RB_FRESH=1
+  local st=""
+  if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
+    rb_begin "$@"; return
+  fi
+  if [ "${RB_FRESH:-0}" != 1 ] && [ -n "$rb_u_in" ] && [ -n "$rb_u_out" ]; then
+    st=$(cat "$RB_WORKDIR/.reprobook/unchanged/$5" 2>/dev/null) || st=""
+    if [ "${st% *}" = "$rb_u_in $rb_u_out" ]; then
+      echo "### reprobook step $1/$2: $3 [unchanged since run ${st##* }: skipped]"
+      printf '%s\n' "$4" > "$RB_RUN_DIR/steps/$1.done"
+      return 1
+    fi
+  fi
+  rm -f "$RB_WORKDIR/.reprobook/unchanged/$5"   # a run that fails or is cut off leaves no stamp
+  rb_begin "$@"
+}
+rb_stamp() {  # stamp: after a successful run, what the next run compares with (not when the inputs changed while it ran)
+  if [ -z "$rb_u_out" ]; then
+    echo "reprobook: not all of this step's products are there after it ran: the next run runs it again"
+  elif [ -n "$rb_u_in" ] && [ "$rb_u_now" = "$rb_u_in" ]; then
+    mkdir -p "$RB_WORKDIR/.reprobook/unchanged"
+    printf '%s %s %s\n' "$rb_u_in" "$rb_u_out" "${RB_RUN_DIR##*/}" > "$RB_WORKDIR/.reprobook/unchanged/$1.tmp"
+    mv -f "$RB_WORKDIR/.reprobook/unchanged/$1.tmp" "$RB_WORKDIR/.reprobook/unchanged/$1"
+  else
+    echo "reprobook: this step's inputs changed while it ran: the next run runs it again"
+  fi
 }
 rb_checkout() {  # url commit dir [excluded path pattern...]
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
@@ -399,11 +458,19 @@ def _role_body(step: Step, env: Mapping[str, str], hosts: Sequence[HostSpec]) ->
     return "\n".join(lines + ["rb_par_wait"])
 
 
+def _own_cwd(step: Step, host: HostSpec) -> str:
+    """The directory a step the control host runs itself runs in."""
+    return step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
+
+
 def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str, *,
                  placement=None, members: Mapping[str, HostSpec] | None = None,
                  inputs: Mapping[str, bytes | str] | None = None,
-                 input_points: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+                 input_points: Mapping[str, Mapping[str, Any]] | None = None, fresh: bool | None = None) -> str:
     """The job script: environment, checkouts at the pinned commits, then the setup and run steps, each resumable.
+
+    A step with ``unchanged`` is skipped when its inputs and products are those its last successful run on the
+    host left; ``fresh`` (by default: the environment's ``REPROBOOK_FRESH`` is 1) runs every step all the same.
 
     ``placement`` (a `reprobook.remote.placement.Placement`) gives the hosts of each role, and ``members`` their
     `HostSpec` (for their workdirs); without them, every role is ``host``. ``inputs`` are files made where
@@ -432,6 +499,8 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
             env[f"GIT_CONFIG_KEY_{i}"] = key
             env[f"GIT_CONFIG_VALUE_{i}"] = value
     env["GIT_TERMINAL_PROMPT"] = "0"
+    if fresh if fresh is not None else os.environ.get("REPROBOOK_FRESH") == "1":
+        env["RB_FRESH"] = "1"
     out = ["#!/bin/bash", f"# reprobook: {claim.key}", "set -euo pipefail"]
     out += [f"export {k}={q(str(v))}" for k, v in env.items()]
     out.append(_HELPERS + _PRELUDE + _KVM)
@@ -480,7 +549,20 @@ def build_script(paper: Paper, run: RunPlan, host: HostSpec, remote_run_dir: str
                 cwd = step.cwd if step.cwd.startswith("/") else f"{host.workdir.rstrip('/')}/{step.cwd}".rstrip("/")
                 body = f"( cd {q(cwd)} && set -euo pipefail\n{exports}\n{_text(step)}\n)"
             h = step_hash(name, cwd, body)
-            if point is None:
+            if step is not None and step.unchanged is not None:
+                if point is not None or step.where == "guest" or cwd != _own_cwd(step, host):
+                    raise ConfigError(f"step {name!r} of {claim.key}: 'unchanged' is for a step the control host "
+                                      f"runs itself, once (not a sweep's, a guest's or another role's)")
+                names = step.unchanged.env if step.unchanged.env is not None else sorted(param_env(run))
+                stamp = step_hash(claim.paper, name, cwd)
+                spec = hashlib.sha256(repr((step.unchanged.inputs, step.unchanged.products, names)).encode()).hexdigest()[:16]
+                ins = (f"$(cd {q(cwd)} 2>/dev/null && {{ echo {h} {spec}; rb_env {' '.join(names)}; "
+                       f"rb_state in {' '.join(step.unchanged.inputs)}; }} | sha256sum | cut -c1-64)")
+                outs = f"$(cd {q(cwd)} 2>/dev/null && rb_state out {' '.join(step.unchanged.products)} | sha256sum | cut -c1-64)"
+                out.append(f"rb_u_in={ins} || rb_u_in=\nrb_u_out={outs} || rb_u_out=\n"
+                           f"if rb_begin_u {i} {total} {q(name + minutes)} {h} {stamp}; then\n{body}\nrb_end {i} {h}\n"
+                           f"rb_u_now={ins} || rb_u_now=\nrb_u_out={outs} || rb_u_out=\nrb_stamp {stamp}\nfi")
+            elif point is None:
                 out.append(f"if rb_begin {i} {total} {q(name + minutes)} {h}; then\n{body}\nrb_end {i} {h}\nfi")
             else:
                 label = f"{name}{minutes} [point {k}/{len(sweep)}: {point_words(point)}]"
