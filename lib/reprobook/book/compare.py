@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reprobook.core.checks import STATISTICS, ClaimVerdict, matches, statistic_of, trial_rows
+from reprobook.core.checks import STATISTICS, ClaimVerdict, matches, statistic_of, trial_rows, with_attrs
 from reprobook.core.config import Claim
 
 
@@ -16,14 +16,6 @@ def _value_column(claim: Claim, measure: str) -> str | None:
         if c.options.get("target_published"):
             return c.value
     return claim.plots[0]["y"] if claim.plots else None
-
-
-def _bare(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    if frame is None:
-        return None
-    out = frame.copy(deep=False)
-    out.attrs = {}
-    return out
 
 
 def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdict | None = None) -> pd.DataFrame:
@@ -49,7 +41,8 @@ def comparison(claim: Claim, measured: pd.DataFrame | None, verdict: ClaimVerdic
     has_trials = trials is not None and trials is not measured
     # the tables without their attrs (pandas deep-copies a frame's attrs into every column and selection taken
     # from it, and a loader's carry its trials' rows), and each label's rows worked out once for all the numbers
-    frames = {"measured": _bare(measured), "trials": _bare(trials) if has_trials else None}
+    frames = {"measured": None if measured is None else with_attrs(measured),
+              "trials": with_attrs(trials) if has_trials else None}
     masks: dict[tuple, np.ndarray] = {}
 
     def rows_of(which: str, column: str, want) -> np.ndarray:

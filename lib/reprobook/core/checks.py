@@ -1240,6 +1240,15 @@ def _columns_of(spec: CheckSpec) -> set[str]:
     return cols
 
 
+def with_attrs(frame: pd.DataFrame, keep: Iterable[str] = ()) -> pd.DataFrame:
+    """``frame`` (not copied: a shallow view) with only the attrs named in ``keep``. pandas deep-copies a frame's
+    attrs into every column and selection taken from it, and a loader's carry its trials' rows: code that selects
+    many times works on this."""
+    out = frame.copy(deep=False)
+    out.attrs = {k: v for k, v in frame.attrs.items() if k in set(keep)}
+    return out
+
+
 _CHECKS_READ = ("trial_column", "trial_statistic", "trial_keys")
 """The attrs of a measured table that `evaluate_check` reads."""
 
@@ -1320,8 +1329,7 @@ def check_claim(claim: Claim, measured: pd.DataFrame | None, *, source: str,
     trials = trial_rows(measured)
     # the checks judge the rows with only the attrs they read: pandas deep-copies a frame's attrs into every frame
     # made from it, and a loader's attrs carry its trials' rows, its findings, ... (a third of the checks' time)
-    judged = measured.copy(deep=False)
-    judged.attrs = {k: v for k, v in measured.attrs.items() if k in _CHECKS_READ}
+    judged = with_attrs(measured, _CHECKS_READ)
     trials = judged if trials is measured else trials
     # the machine the numbers come from: the measured role's (its requires), else the claim's one host
     requires = claim.role(claim.measured_on).requires if claim.measured_on else claim.requires
