@@ -2,7 +2,8 @@
 
 sshd gives every command to the user's login shell. When that is bash, reprobook lets it run the
 command (as plain ``ssh host command`` does, without a second bash per command); when it is another
-shell, the command is handed over to ``bash --norc --noprofile``. Here the other shell is dash: a
+shell, the command is handed over to ``bash --norc --noprofile``. A script (`run_script`) is sent as such a
+bash command already, and needs neither the question nor the hand-over. Here the other shell is dash: a
 real sshd whose ``ForceCommand`` passes each command to ``/bin/sh`` (dash on Debian), as a host
 whose login shell is ``/bin/sh`` would.
 """
@@ -48,5 +49,16 @@ def test_bash_syntax_runs_whatever_the_login_shell(bed, login):
         host.run_script('echo "$1"', "only this", on_stdout=streamed.append)
         assert b"".join(streamed) == b"only this\n"
         assert ("--norc" in host.run(HOW_STARTED).stdout) == (login == "sh")
+    finally:
+        host.close()
+    # a script (`run_script`: a probe, a launch, a status poll) is one simple command, `bash --norc ... -c '...'`,
+    # that either shell runs as sent: the shell is not asked, the host's environment is exported inside it
+    host = SshHost(HostSpec("plain", "plain", "/tmp", env={"RB_X": "a b'c"}), ssh_config=bed.ssh_config_path)
+    try:
+        r = host.run_script(BASH_ONLY + '; echo "$RB_X|$1"; ' + HOW_STARTED, "it's")
+        lines = r.stdout.splitlines()
+        assert lines[:3] == ["bash read 3 items", "from a process substitution", "a b'c|it's"], r.stderr
+        assert lines[3].startswith("bash --norc --noprofile -c "), lines
+        assert host._login_bash is None   # no question was asked on this connection
     finally:
         host.close()

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+CM = "ControlPath=/tmp/rb-ssh.X/%C"   # the job's socket directory (RB_SSH_CM) as every call names it
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,26 +75,37 @@ def _python_rewrite(tool: str, args: list[str], cm: str, cfg: str | None) -> lis
             break
         out.append(a)
         i += 1
-    return [tool] + (["-F", cfg] if cfg else []) + ["-o", "BatchMode=yes"] + out
+    return [tool] + (["-F", cfg] if cfg else []) + ["-o", "BatchMode=yes", "-o", f"ControlPath={cm}/%C"] + out
 
 
 def test_the_harness_ssh_call_gets_the_cluster_config_checked_keys_our_sockets_and_no_core_dumps(wrap):
     got = wrap("ssh", "-o", "StrictHostKeyChecking=no", "-o", "ControlMaster=auto", "-o",
                "ControlPath=~/.ssh/%r@%h:%p", "-o", "ControlPersist=2m", "us-east-1-0", "cd /x && ./server --a 1")
-    assert got == ["ssh", "-F", "/etc/rb ssh config", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+    assert got == ["ssh", "-F", "/etc/rb ssh config", "-o", "BatchMode=yes", "-o", CM, "-o", "StrictHostKeyChecking=yes",
                    "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/rb-ssh.X/%C", "-o", "ControlPersist=2m",
                    "us-east-1-0", "ulimit -c 0; cd /x && ./server --a 1"]
 
 
 def test_scp_is_rewritten_but_gets_no_remote_command(wrap):
     got = wrap("scp", "-o", "StrictHostKeyChecking=no", "-r", "a file;x", "client-0-0:/y z/")
-    assert got == ["scp", "-F", "/etc/rb ssh config", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+    assert got == ["scp", "-F", "/etc/rb ssh config", "-o", "BatchMode=yes", "-o", CM, "-o", "StrictHostKeyChecking=yes",
                    "-r", "a file;x", "client-0-0:/y z/"]
 
 
 def test_without_an_ssh_config_there_is_no_dash_f(wrap):
-    assert wrap("ssh", "h", RB_SSH_CONFIG=None) == ["ssh", "-o", "BatchMode=yes", "h"]
-    assert wrap("ssh", "h", RB_SSH_CONFIG="") == ["ssh", "-o", "BatchMode=yes", "h"]
+    assert wrap("ssh", "h", RB_SSH_CONFIG=None) == ["ssh", "-o", "BatchMode=yes", "-o", CM, "h"]
+    assert wrap("ssh", "h", RB_SSH_CONFIG="") == ["ssh", "-o", "BatchMode=yes", "-o", CM, "h"]
+
+
+def test_calls_that_name_no_control_path_are_carried_by_the_jobs_connections(wrap):
+    """The harness's rsync runs ``ssh`` with no options of its own, and its scp names none: both get the job's
+    socket directory, ahead of anything the caller says (ssh takes the first value of an option)."""
+    assert wrap("ssh", "-l", "root", "client-0-0", "rsync", "--server", ".") == [
+        "ssh", "-F", "/etc/rb ssh config", "-o", "BatchMode=yes", "-o", CM, "-l", "root", "client-0-0",
+        "ulimit -c 0; rsync --server ."]
+    assert wrap("scp", "-r", "-p", "root@h:/x/logs.tar", "/y")[:5] == ["scp", "-F", "/etc/rb ssh config", "-o",
+                                                                      "BatchMode=yes"]
+    assert wrap("scp", "-r", "-p", "root@h:/x/logs.tar", "/y")[5:7] == ["-o", CM]
 
 
 CASES = [

@@ -99,9 +99,9 @@ def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, t
     (out / "edge.bin").write_bytes(os.urandom(16 * 1024 - 1))  # the largest that travels inline
     (out / "large.bin").write_bytes(os.urandom(16 * 1024))
     gets, runs = [], []
-    real_get, real_run = host.get, host.run
+    real_get, real_run = host.get, host._run   # _run: each command the host is sent (run and run_script)
     monkeypatch.setattr(host, "get", lambda remote, local: (gets.append(Path(remote).name), real_get(remote, local)))
-    monkeypatch.setattr(host, "run", lambda cmd, **kw: (runs.append(cmd), real_run(cmd, **kw))[1])
+    monkeypatch.setattr(host, "_run", lambda cmd, limits: (runs.append(cmd), real_run(cmd, limits))[1])
     got = fetch(host, {"o": OutputSpec("o", "out")}, tmp_path / "run")
     assert gets == ["large.bin"] and len(runs) == 1  # one listing; only the large file moved apart
     for f in got:
@@ -185,7 +185,7 @@ def test_jobs_lifecycle_on_local_host(host):
 
 
 def test_a_status_poll_that_waits_on_the_host_reports_the_end_when_it_comes(host):
-    """A poll asked to wait (a long poll, as `Job.wait` makes once its interval passes half a second) answers within
+    """A poll asked to wait (a long poll, as `Job.wait` makes every poll) answers within
     a moment of the job's end instead of after its whole wait; a job still running is reported so when the wait is
     over."""
     job, _ = jobs.launch(host, "job-long-poll", "sleep 1")

@@ -116,9 +116,13 @@ class Host:
         chunks as it arrives (``Result.stdout`` is then empty); otherwise
         more than `MAX_OUTPUT_BYTES` of it is a `TestbedError`.
         """
-        full = env_prefix({**self.spec.env, **(env or {})}) + command
-        limits = _Limits(step or f"running `{command[:80]}`", timeout,
-                         ANSWER_TIMEOUT_S if answer_timeout is None else answer_timeout, on_stdout)
+        return self._run_checked(env_prefix({**self.spec.env, **(env or {})}) + command, command, check=check,
+                                 retries=retries, limits=_Limits(step or f"running `{command[:80]}`", timeout,
+                                                                 ANSWER_TIMEOUT_S if answer_timeout is None
+                                                                 else answer_timeout, on_stdout))
+
+    def _run_checked(self, full: str, command: str, *, check: bool, retries: int, limits: "_Limits") -> Result:
+        """`run` of the line ``full`` (``command`` as messages name it)."""
         attempt = 0
         while True:
             try:
@@ -146,8 +150,12 @@ class Host:
         ``answer_timeout`` and ``on_stdout`` are as for `run`.
         """
         argv = " ".join(shlex.quote(a) for a in args)
-        return self.run(f"bash --norc --noprofile -c {shlex.quote(script)} reprobook {argv}", retries=retries,
-                        step=step, answer_timeout=answer_timeout, on_stdout=on_stdout)
+        # the host's environment is exported by that bash: the line is then one simple command that any
+        # Bourne-like login shell runs as it is (no question asked of the shell first, no second bash)
+        line = f"bash --norc --noprofile -c {shlex.quote(env_prefix(self.spec.env) + script)} reprobook {argv}"
+        limits = _Limits(step or f"running `{script[:80]}`", None,
+                         ANSWER_TIMEOUT_S if answer_timeout is None else answer_timeout, on_stdout, as_is=True)
+        return self._run_checked(line, line, check=True, retries=retries, limits=limits)
 
     def facts(self, requirements: Requirements | Iterable[Requirements] = (), *,
               commands: Iterable[str] = ()) -> HostFacts:
@@ -439,6 +447,8 @@ class SshHost(Host):
         per connection, of the shell that will read the commands (a ``ForceCommand`` wrapper
         included); a shell that cannot even read the question (csh, fish) gets the hand-over.
         """
+        if limits.as_is:
+            return command
         if self._login_bash is None:
             self._login_bash = self._ask(conn, _BASH_QUESTION, limits).strip() == "bash"
         return command if self._login_bash else "exec bash --norc --noprofile -c " + shlex.quote(command)
@@ -601,8 +611,9 @@ class _Limits:
     """How long a command may stay silent or run, and where its stdout goes; ``step`` names it in messages."""
 
     def __init__(self, step: str, timeout: float | None, answer_timeout: float | None,
-                 on_stdout: Callable[[bytes], None] | None):
+                 on_stdout: Callable[[bytes], None] | None, *, as_is: bool = False):
         self.step, self.timeout, self.answer_timeout, self.on_stdout = step, timeout, answer_timeout, on_stdout
+        self.as_is = as_is   # the line is a plain `bash ... -c '...'` of its own: sent without the hand-over
 
 
 class _Sink:

@@ -94,12 +94,23 @@ _STATUS = r"""
 rundir=$1; lines=$2; waits=${3:-0}
 if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
 cd "$rundir"
-# a long poll: up to $waits times 0.2 s for the job to end, so that its end is reported at once, not a poll later
-i=0; while [ "$i" -lt "$waits" ] && [ ! -f exit_code ]; do sleep 0.2; i=$((i + 1)); done
 pid=$(cat pid 2>/dev/null)
+# a long poll: up to $waits times 0.2 s for the job to end, so that its end is reported at once, not a poll later.
+# GNU tail watches the wrapper's pid (it wakes every 0.1 s, no process started); else a check every 0.2 s
+if [ "$waits" -gt 0 ] && [ ! -f exit_code ]; then
+  rc=1   # 0: the wrapper ended; 124: the wait is over; else no tail --pid here
+  if [ -n "$pid" ]; then rc=0; timeout "$((waits / 5)).$((waits % 5 * 2))" tail --pid="$pid" -s 0.1 -f /dev/null 2>/dev/null || rc=$?; fi
+  if [ "$rc" != 0 ] && [ "$rc" != 124 ]; then
+    i=0; while [ "$i" -lt "$waits" ] && [ ! -f exit_code ]; do sleep 0.2; i=$((i + 1)); done
+  fi
+fi
 # liveness first, exit code second: a wrapper that ends in between has written its exit code already
 alive=no
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; then alive=yes; fi
+rb_alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; }
+if rb_alive; then alive=yes
+# a process's command line reads empty while it execs (the launch's own status can see the wrapper then): a job
+# is said to be gone only when a second look, a moment later, finds neither the wrapper nor its exit code
+elif [ ! -f exit_code ] && sleep 0.1 && rb_alive; then alive=yes; fi
 echo "alive=$alive"
 echo "exists=yes"
 echo "pid=$pid"
@@ -242,7 +253,8 @@ class Job:
         """One round trip: the job's state, exit code, current step and last log lines.
 
         ``wait_s`` (at most `LONG_POLL_MAX_S`): the host first waits that long for the job to end, answering
-        within 0.2 s of its end (a poll that sleeps here instead learns of the end up to a whole interval late)."""
+        within 0.1 s of its end (0.2 s on a host without GNU tail; a poll that sleeps here instead learns of the end
+        up to a whole interval late)."""
         waits = round(min(wait_s, LONG_POLL_MAX_S) / 0.2)
         return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines), str(waits),
                                                    step="reading the status").stdout)
@@ -268,12 +280,15 @@ class Job:
                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s expected {postfix}"
                        if total else "{desc}: {n:.0f} s {postfix}")
         down_since = None
-        delay = 0.05  # poll fast at first (short jobs end quickly), then back off to poll_s
-        held = 0.0    # how long the next poll waits on the host for the end (a long poll), instead of sleeping here
+        # every poll waits on the host for the end (a long poll), which it reports as it comes: a short job is
+        # seen to end at once, and the polls need not be frequent to notice it. The first waits a second (the
+        # progress line's first news), the next ones half as long again each, up to poll_s
+        delay = min(1.0, poll_s)
         try:
             while True:
+                asked = time.monotonic()
                 try:
-                    st, self.last_status = self.last_status or self.status(wait_s=held), None
+                    st, self.last_status = self.last_status or self.status(wait_s=delay), None
                     down_since = None
                 except TestbedError as exc:
                     down_since = down_since or time.monotonic()
@@ -298,9 +313,9 @@ class Job:
                     bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
                 if st.done:
                     return st
-                # short waits here; from half a second on the host waits, and reports the end when it comes
-                held = min(delay, LONG_POLL_MAX_S) if delay >= 0.5 else 0.0
-                time.sleep(delay - held)
+                # a host that answered early without the end (no wait there: the launch's own status, a host
+                # without GNU tail's --pid, ...) is asked again only when the interval is over
+                time.sleep(max(0.0, delay - (time.monotonic() - asked)))
                 delay = min(poll_s, delay * 1.5)
         finally:
             if bar is not None:

@@ -139,7 +139,34 @@ mkdir -p "$RB_RUN_DIR/steps"
 # a directory for SSH control sockets the job's steps share: a step whose ssh names ControlPath=$RB_SSH_CM/%C uses
 # the connection an earlier step opened to that host (and the job ends the masters left open)
 RB_SSH_CM=$(mktemp -d /tmp/rb-ssh.XXXXXX) && export RB_SSH_CM
-trap 'for rb_s in "$RB_SSH_CM"/*; do [ -S "$rb_s" ] && ssh -F /dev/null -o ControlPath="$rb_s" -O exit rb-job >/dev/null 2>&1; done; rm -rf "$RB_SSH_CM"' EXIT
+declare -A rb_cm_pid=()
+trap 'for rb_s in "$RB_SSH_CM"/*; do [ -S "$rb_s" ] && ssh -F /dev/null -o ControlPath="$rb_s" -O exit rb-job >/dev/null 2>&1; done; [ ${#rb_cm_pid[@]} = 0 ] || kill "${rb_cm_pid[@]}" 2>/dev/null || true; rm -rf "$RB_SSH_CM"' EXIT
+# the placement's other hosts: a connection to each is opened now, in the background, while the first steps run
+# (a checkout, patches); the steps that reach them (rb_on, a step's own ssh naming that ControlPath, an artifact's
+# harness through its wrappers) find it open rather than each connecting. A master that finds the socket taken
+# (a step's ssh was first) carries nothing: the job ends it, as it ends every master, by its pid
+rb_open_masters() {
+  local v h
+  for v in ${!RB_HOSTS_@}; do
+    for h in ${!v}; do
+      [ "$h" != "${RB_CONTROL_HOST:-}" ] && [ -z "${rb_cm_pid[$h]:-}" ] || continue
+      ssh ${RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"} -N -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 \
+          -o ServerAliveCountMax=10 -o ControlMaster=yes -o ControlPersist=no -o "ControlPath=$RB_SSH_CM/%C" \
+          -- "$h" < /dev/null > /dev/null 2>&1 &
+      rb_cm_pid[$h]=$!
+    done
+  done
+}
+rb_open_masters
+rb_master() {  # host: while the job's connection to it is being opened (up to 20 s), wait for it
+  local pid=${rb_cm_pid[$1]:-} i=0
+  [ -n "$pid" ] || return 0
+  while [ "$i" -lt 400 ] && kill -0 "$pid" 2>/dev/null; do
+    ssh ${RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"} -o "ControlPath=$RB_SSH_CM/%C" -O check -- "$1" > /dev/null 2>&1 && return 0
+    sleep 0.05; i=$((i + 1))
+  done
+  return 0
+}
 rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in an earlier attempt)
   if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
     echo "### reprobook step $1/$2: $3 [skipped: done in an earlier attempt]"
@@ -278,8 +305,9 @@ rb_guest() {  # command...: run it on the claim's guest (parameters guest_host, 
   return "$rc"
 }
 rb_on() {  # host script_b64: run a step's script on another host of the placement (the control host's ssh config)
+  rb_master "$1"
   ssh ${RB_SSH_CONFIG:+-F "$RB_SSH_CONFIG"} -o BatchMode=yes -o ConnectTimeout=20 -o ServerAliveInterval=30 \
-      -o ServerAliveCountMax=10 -- "$1" "bash -c \"\$(echo $2 | base64 -d)\" reprobook-step" < /dev/null
+      -o ServerAliveCountMax=10 -o "ControlPath=$RB_SSH_CM/%C" -- "$1" "bash -c \"\$(echo $2 | base64 -d)\" reprobook-step" < /dev/null
 }
 rb_par_pids=(); rb_par_hosts=()
 rb_par() {  # host script_b64: start the script on host (this one runs it itself), its lines prefixed with the host
