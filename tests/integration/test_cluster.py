@@ -77,20 +77,22 @@ def test_one_host_down_is_named_and_nothing_starts(cluster, bed, monkeypatch):
     project = load_project(cluster.root)
     claim = project.claim("standin/tpcc")
     bed.servers["eu-west-1-1"].stop()
-    # each host's probe, timed where it happens: were they under way together, or one after another?
+    # each host's probe (its first command: the control host's probe, another host's probe and hold in one round
+    # trip), timed where it happens: were they under way together, or one after another?
     probes: dict[str, tuple[float, float]] = {}
     opener = placement.open_hosts
 
     def timed_open(project, names):
         hosts = opener(project, names)
         for host in hosts.values():
-            def facts(*a, _host=host, _facts=host.facts, **kw):
+            def first(*a, _host=host, _run=host._run, **kw):
                 start = time.monotonic()
                 try:
-                    return _facts(*a, **kw)
+                    return _run(*a, **kw)
                 finally:
-                    probes[_host.name] = (start, time.monotonic())
-            host.facts = facts
+                    if _host.name not in probes:
+                        probes[_host.name] = (start, time.monotonic())
+            host._run = first
         return hosts
     monkeypatch.setattr(placement, "open_hosts", timed_open)
     t0 = time.monotonic()
@@ -120,6 +122,31 @@ def test_one_host_down_is_named_and_nothing_starts(cluster, bed, monkeypatch):
                          text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "client-1-0 (client)" in res.stdout and "control (control)" in res.stdout
+
+
+def test_a_host_held_by_another_run_refuses_the_placement_and_the_other_holds_go(cluster):
+    """The hosts other than the control host are held in the round trip of their probe: one that another run
+    holds refuses the whole placement, naming that run, and the holds taken on the others are released and
+    removed (they were new); nothing is recorded or started."""
+    project = load_project(cluster.root)
+    claim = project.claim("standin/tpcc")
+    busy_host = standin.SERVERS[1]
+    other = placement.open_hosts(project, [busy_host])
+    placement.hold(other, "another-run", standin.CONTROL)
+    try:
+        with pytest.raises(HostBusy) as err:
+            perform(project, claim, "pesto", {"duration": 0.5}, progress=False)
+        assert err.value.holder == "another-run" and "could not hold 1 host(s)" in err.value.message
+        assert "nothing was started" in err.value.message
+        for name in HOSTS:
+            runs = cluster.workdirs[name] / ".reprobook" / "runs"
+            left = sorted(p.name for p in runs.iterdir()) if runs.exists() else []
+            assert left == (["another-run.hold"] if name == busy_host else []), (name, left)
+        assert not list(RunStore(project.settings.runs_dir).runs())
+    finally:
+        placement.release(other, "another-run")
+        for h in other.values():
+            h.close()
 
 
 def test_sweep_cut_in_the_middle_resumes_at_the_first_unfinished_point(cluster, bed):

@@ -237,6 +237,8 @@ class Job:
         self.host = host
         self.run_id = run_id
         self.last_status: JobStatus | None = None  # as seen by the launch, if it just happened
+        self.probed = ""   # what a probe run in the launch's round trip printed (`launch`'s ``probe``)
+        self.fresh = False
 
     @property
     def base(self) -> str:
@@ -383,11 +385,12 @@ def _stage(job: "Job", run_id: str, payload: str) -> str:
 
 
 def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "",
-           settle: bool = True) -> tuple[Job, bool]:
+           settle: bool = True, probe: str = "") -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
 
     ``first``: shell commands run on the host before the launch, in the same round trip (``$1`` is the host's
-    ``.reprobook`` directory, ``$2`` the run id); they must not fail. ``settle``: the launch waits up to a quarter of
+    ``.reprobook`` directory, ``$2`` the run id); they must not fail. ``probe``: a script run before everything,
+    in a subshell of its own, in the same round trip: its standard output is ``job.probed``. ``settle``: the launch waits up to a quarter of
     a second for the job to end, so that a job that ends at once is reported in the same round trip; False for a
     job that does not (a hold): the launch answers as soon as the job started.
 
@@ -406,11 +409,18 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first:
     payload = _b64(script)
     if len(payload) > INLINE_MAX:
         payload = _stage(job, run_id, payload)
-    res = job._sh((first.rstrip() + "\n" if first else "") + _LAUNCH, job.base, run_id, payload, _b64(_WRAPPER),
+    text = (first.rstrip() + "\n" if first else "") + _LAUNCH
+    if probe:
+        text = f"(\n{probe.rstrip()}\n) || true\necho RB:PROBED\n" + text
+    res = job._sh(text, job.base, run_id, payload, _b64(_WRAPPER),
                   "1" if resume else "0", "1" if settle else "0", retries=2, step="launching the job")
-    head, _, status = res.stdout.partition("RB:STATUS\n")
+    stdout = res.stdout
+    if probe:
+        job.probed, _, stdout = stdout.partition("RB:PROBED\n")
+    head, _, status = stdout.partition("RB:STATUS\n")
     out = head.strip().splitlines()
     word = out[-1] if out else ""
+    job.fresh = "RB:FRESH" in out   # a ``first`` that says so: this run had no directory on the host before
     if word.startswith(("RB:STARTED", "RB:ATTACH")):
         job.last_status = _parse_status(run_id, status) if status else None
         return job, word.startswith("RB:STARTED")

@@ -42,7 +42,7 @@ from reprobook.remote.listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
 from reprobook.remote.listing import survey as survey_outputs
 from reprobook.core.locks import Holder
 from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, unpack_fetched, utcnow, write_atomic
-from reprobook.remote.placement import Placement, hold, open_hosts, place, release, survey
+from reprobook.remote.placement import Placement, open_hosts, place, release, survey
 from reprobook.core.scales import manifest_fields
 from reprobook.core.secrets import mask_credentials
 from reprobook.formats.terminal import printable
@@ -126,20 +126,26 @@ def execute(project: Project, plan: RunPlan, *, allow_insufficient: bool = False
         if done is not None:
             return done
         specs = {n: project.hosts.host(n) for n in placement.hosts}
-        with survey(project, claim, placement, allow_insufficient=allow_insufficient) as sv:
+        # the other hosts are held for the run in the round trip of their probe (released if it goes no further)
+        with survey(project, claim, placement, allow_insufficient=allow_insufficient, hold_for=plan.run_id) as sv:
             host = sv.hosts[placement.control]
-            facts = {n: f.as_dict() for n, f in sv.facts.items()}
-            # the hosts adapt what was not asked for explicitly (a default is not a choice): from the plan's `asked`
-            params, adapted = _adapted(claim, plan.asked, facts, {n: placement.roles_of(n) for n in placement.hosts})
-            used = plan.using(params)
-            kept = kept.made_for(project, used, placement, facts)
-            script = build_script(project.paper(claim.paper), used, specs[placement.control],
-                                  Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
-                                  inputs=kept.data, input_points=kept.points)
+            members = {n: sv.hosts[n] for n in placement.members}
+            try:
+                facts = {n: f.as_dict() for n, f in sv.facts.items()}
+                # the hosts adapt what was not asked for explicitly (a default is not a choice): from the plan's `asked`
+                params, adapted = _adapted(claim, plan.asked, facts, {n: placement.roles_of(n) for n in placement.hosts})
+                used = plan.using(params)
+                kept = kept.made_for(project, used, placement, facts)
+                script = build_script(project.paper(claim.paper), used, specs[placement.control],
+                                      Job(host, plan.run_id).remote_dir, placement=placement, members=specs,
+                                      inputs=kept.data, input_points=kept.points)
+            except BaseException:
+                release(members, plan.run_id)   # nothing was launched: the holds go
+                raise
             shortfalls = ([s for lines in sv.shortfalls.values() for s in lines] if placement.single else
                           [f"{n}: {s}" for n, lines in sv.shortfalls.items() for s in lines])
             return _start(project, plan, store, host, script, used, resume, kept, progress, poll_s, on_run,
-                          members={n: sv.hosts[n] for n in placement.members}, placement=placement.as_dict(),
+                          members=members, placement=placement.as_dict(),
                           hosts=sv.manifest(), host_facts=facts, requirement_shortfalls=shortfalls, **adapted)
 
 
@@ -220,7 +226,8 @@ def _adapted(claim: Claim, params: Mapping, facts: Mapping[str, Mapping],
 
 def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan, resume: bool, inputs: _RunInputs,
            progress, poll_s, on_run, *, members: Mapping[str, Host] | None = None, **fields) -> Run:
-    """Record the run (everything known before it starts), hold the other hosts, launch on ``host``, follow.
+    """Record the run (everything known before it starts), launch on ``host``, follow. The other hosts,
+    ``members``, are held for the run already (`survey` with ``hold_for``); they are released when it does not start.
 
     ``used`` is the plan with the parameters the run uses (as its hosts adapted them); the manifest's ``parameters`` are those the plan asked for (what
     the run id and ``auto`` go by), defaults filled in, ``given`` the names of those asked for explicitly
@@ -229,20 +236,22 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan
     claim, run_id = plan.claim, plan.run_id
     paper = project.paper(claim.paper)
     job = Job(host, run_id)
-    run = store.create(claim, run_id, source="live", host=host.name,
-                       parameters=dict(plan.params), given=sorted(plan.asked), plan=plan.as_dict(),
-                       remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
-                       status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
-                                                      for r in paper.repositories_for(claim)},
-                       **fields, **manifest_fields(used))
-    _keep_inputs(run, inputs)
-    if on_run:
-        on_run(run)
     members = dict(members or {})
+    run = None
     try:
-        hold(members, run_id, host.name)
-    except ReprobookError as exc:
-        run.update(status="refused", error=exc.message)
+        run = store.create(claim, run_id, source="live", host=host.name,
+                           parameters=dict(plan.params), given=sorted(plan.asked), plan=plan.as_dict(),
+                           remote_dir=job.remote_dir, script=script, expected_minutes=claim.expected_minutes,
+                           status="launching", artifacts={r.name: {"url": r.url, "commit": r.commit}
+                                                          for r in paper.repositories_for(claim)},
+                           **fields, **manifest_fields(used))
+        _keep_inputs(run, inputs)
+        if on_run:
+            on_run(run)
+    except BaseException:
+        release(members, run_id)   # nothing was launched: the holds go
+        if run is not None:
+            run.update(status="cancelled", error="stopped before its launch")
         raise
     try:
         # its checkout and steps do not end at once: no wait for that in the launch (a poll follows at once)

@@ -33,14 +33,15 @@ holder; `release` lets them go when the run ends.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from reprobook.core.config import CONTROL, Claim, Project
 from reprobook.errors import ConfigError, HostBusy, ReprobookError, RequirementsNotMet, TestbedError
 from reprobook.remote.group import on_each
 from reprobook.remote.hosts import Host, open_host
-from reprobook.core.requirements import HostFacts, Requirements, shortfalls
+from reprobook.core.requirements import HostFacts, Requirements, facts_from, probe_script, shortfalls
 
 HOLD_SCRIPT = """# reprobook: holds this host for run {run_id} (its job runs on {control})
 end=$(( $(date +%s) + {seconds} ))
@@ -241,33 +242,60 @@ def check_host(host: Host, claim: Claim, *, allow_insufficient: bool = False) ->
     return facts, short
 
 
-def survey(project: Project, claim: Claim, placement: Placement, *, allow_insufficient: bool = False) -> Survey:
+def survey(project: Project, claim: Claim, placement: Placement, *, allow_insufficient: bool = False,
+           hold_for: str | None = None) -> Survey:
     """Open every host of ``placement`` in parallel, probe its facts and judge it against its roles.
 
     One round trip per host, all at once (a cluster of 36 takes the time of its
     slowest host). Returns the `Survey` with the hosts open (close it, or use it
-    as a context manager).
+    as a context manager). With ``hold_for`` (a run id), each host other than
+    the control host is held for that run (`hold`) in the same round trip as
+    its probe; if the placement is then refused, or this call is interrupted,
+    the holds are released and those it took afresh removed.
 
     Raises
     ------
     PlacementRefused
         A host could not be reached, or (unless ``allow_insufficient``) falls
         short of a role's requirements; the message has a line per failing host.
+    HostBusy
+        (with ``hold_for``) another run holds a host; nothing was started.
     """
     names = placement.hosts
     hosts = open_hosts(project, names)
+    fresh: dict[str, bool] = {}   # the hosts held here: whether their hold was taken afresh
 
     def one(host: Host):
         reqs = requirements_of(claim, placement, host.name)
-        facts = host.facts(reqs)
+        if hold_for is not None and host.name != placement.control:
+            facts, fresh[host.name] = _hold_one(host, hold_for, placement.control, reqs)
+        else:
+            facts = host.facts(reqs)
         return host, facts, list(dict.fromkeys(s for r in reqs for s in shortfalls(facts, r))), None
 
+    try:
+        return _judged(claim, placement, hosts, on_each(hosts, one), allow_insufficient, hold_for)
+    except BaseException:
+        if fresh:
+            release({n: hosts[n] for n in fresh}, hold_for, forget=[n for n, new in fresh.items() if new])
+        raise
+
+
+def _judged(claim: Claim, placement: Placement, hosts: dict[str, Host], got: Mapping, allow_insufficient: bool,
+            hold_for: str | None) -> Survey:
+    """The `Survey` of what `survey` found on each host, or its refusal."""
+    names = placement.hosts
+    busy = {n: r for n, r in got.items() if isinstance(r, HostBusy)}
+    if busy:
+        for h in hosts.values():
+            h.close()
+        raise _not_held(busy, hold_for)
     results = {}
-    for name, got in on_each(hosts, one).items():
-        if isinstance(got, ReprobookError):
+    for name, found in got.items():
+        if isinstance(found, ReprobookError):
             hosts[name].close()
-            got = (None, None, [], got)
-        results[name] = got
+            found = (None, None, [], found)
+        results[name] = found
     report: dict[str, str] = {}
     for name, (host, facts, short, exc) in results.items():
         roles = ", ".join(placement.roles_of(name))
@@ -301,37 +329,49 @@ def hold(hosts: Mapping[str, Host], run_id: str, control: str, *, resume: bool =
 
     All or nothing: if one host is busy or unreachable, the holds taken are
     released and the error (naming the host and, if busy, the run that holds
-    it) is raised.
+    it) is raised. (`survey` with ``hold_for`` holds the hosts in the round trip of their probe.)
     """
-    from reprobook.remote.jobs import launch
-    script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
-    hold_id = hold_id_for(run_id)
-
-    # a hold that ended (released, or run out) is taken afresh, keeping when it was first taken (the outputs
-    # fetched from this host are those newer than that); a live one is attached to. In the launch's round trip
-    clear = ('( d="$1/runs/$2"; if [ -f "$d/exit_code" ]; then cd "$d" && rm -f exit_code ended pid release started '
-             'cancelled boot_id cmd.sh log; fi ) || true')
-
-    def take(h: Host):
-        return launch(h, hold_id, script, first=clear, settle=False)
-    got = on_each(hosts, take)
+    got = on_each(hosts, lambda h: _hold_one(h, run_id, control)[1])
     failed = {n: r for n, r in got.items() if isinstance(r, ReprobookError)}
     if failed:
-        release({n: h for n, h in hosts.items() if n not in failed}, run_id)
-        busy = [r for r in failed.values() if isinstance(r, HostBusy)]
-        lines = [r.message for r in failed.values()]
-        cls = HostBusy if busy else TestbedError
-        kwargs = {"holder": busy[0].holder} if busy else {}
-        raise cls(f"could not hold {len(failed)} host(s) of the placement for run {run_id}; nothing was started:\n  "
-                  + "\n  ".join(lines), **kwargs)
+        release({n: h for n, h in hosts.items() if n not in failed}, run_id,
+                forget=[n for n, new in got.items() if new is True])
+        raise _not_held(failed, run_id)
 
 
-def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
+# a hold that ended (released, or run out) is taken afresh, keeping when it was first taken (the outputs fetched
+# from this host are those newer than that); a live one is attached to. In the launch's round trip; it says
+# RB:FRESH when the host had no hold of this run before (one a refused placement then removes whole)
+_CLEAR = ('( d="$1/runs/$2"; [ -e "$d" ] || echo RB:FRESH; if [ -f "$d/exit_code" ]; then cd "$d" && '
+          'rm -f exit_code ended pid release started cancelled boot_id cmd.sh log; fi ) || true')
+
+
+def _hold_one(host: Host, run_id: str, control: str, probe: Iterable[Requirements] | None = None):
+    """Hold ``host`` for run ``run_id`` (raises `HostBusy` when another run holds it): its facts (when asked to
+    ``probe`` it, in the same round trip) and whether the hold was taken afresh."""
+    from reprobook.remote.jobs import launch
+    script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
+    text = f"set -- {shlex.quote(host.workdir)}\n{probe_script(list(probe))}" if probe is not None else ""
+    job, _ = launch(host, hold_id_for(run_id), script, first=_CLEAR, settle=False, probe=text)
+    return (facts_from(job.probed) if probe is not None else None), job.fresh
+
+
+def _not_held(failed: Mapping[str, ReprobookError], run_id: str) -> ReprobookError:
+    busy = [r for r in failed.values() if isinstance(r, HostBusy)]
+    lines = [r.message for r in failed.values()]
+    cls = HostBusy if busy else TestbedError
+    kwargs = {"holder": busy[0].holder} if busy else {}
+    return cls(f"could not hold {len(failed)} host(s) of the placement for run {run_id}; nothing was started:\n  "
+               + "\n  ".join(lines), **kwargs)
+
+
+def release(hosts: Mapping[str, Host], run_id: str, *, forget: Iterable[str] = ()) -> dict[str, str]:
     """Let the held hosts go (idempotent); return host -> error message for those that could not be told.
 
     Each host is told, then waited for (up to `RELEASE_WAIT_S`) until its hold's job has ended and the
     host's benchmark lock is free: a run launched on it right after this returns is not refused. A hold
-    that is slow to notice (a loaded host) still ends by itself within a second or two after that.
+    that is slow to notice (a loaded host) still ends by itself within a second or two after that. The hosts
+    named in ``forget`` (holds of a run that never started) have the hold's directory removed once it ended.
     """
     from reprobook.remote.jobs import Job
     # the fifo opened for reading and writing: the write never waits, whether the hold still reads it or not
@@ -340,8 +380,11 @@ def release(hosts: Mapping[str, Host], run_id: str) -> dict[str, str]:
               'pid=$(cat "$d/pid" 2>/dev/null || true); '
               '[ -n "$pid" ] || exit 0; i=0; '
               f'while [ $i -lt {RELEASE_WAIT_S * 10} ] && kill -0 "$pid" 2>/dev/null && '
-              'tr "\\0" " " < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; do sleep 0.1; i=$((i + 1)); done; true')
-    got = on_each(hosts, lambda h: h.run_script(script, Job(h, hold_id_for(run_id)).remote_dir, retries=2,
+              'tr "\\0" " " < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; do sleep 0.1; i=$((i + 1)); done; '
+              'if [ "$2" = forget ] && [ -f "$d/exit_code" ]; then rm -rf "$d"; fi; true')
+    forget = set(forget)
+    got = on_each(hosts, lambda h: h.run_script(script, Job(h, hold_id_for(run_id)).remote_dir,
+                                                   "forget" if h.name in forget else "keep", retries=2,
                                                    step=f"releasing the hold of run {run_id}"))
     return {n: r.message for n, r in got.items() if isinstance(r, ReprobookError)}
 
