@@ -203,6 +203,18 @@ def test_a_status_poll_that_waits_on_the_host_reports_the_end_when_it_comes(host
         slow.cancel()
 
 
+def test_a_short_job_is_seen_to_end_by_the_first_poll_after_its_launch(host, monkeypatch):
+    """`Job.wait` follows the launch's own status with a long poll at once, not after a pause: a job that ends
+    within its first second is reported by that one poll, however long the polling interval."""
+    calls = []
+    real = jobs.Job.status
+    monkeypatch.setattr(jobs.Job, "status", lambda self, *a, **kw: (calls.append(kw.get("wait_s")), real(self, *a, **kw))[1])
+    job, _ = jobs.launch(host, "job-short", "sleep 0.3", settle=False)
+    assert job.last_status is not None and not job.last_status.done
+    st = job.wait(progress=False, poll_s=30)
+    assert st.state == "succeeded" and calls == [1.0], calls
+
+
 def test_killed_job_is_lost_not_running_forever(host):
     job, _ = jobs.launch(host, "job-k", "echo started; sleep 60")
     time.sleep(0.3)

@@ -289,6 +289,7 @@ class Job:
         try:
             while True:
                 asked = time.monotonic()
+                launched = self.last_status is not None   # the launch's own status: the first long poll follows at once
                 try:
                     st, self.last_status = self.last_status or self.status(wait_s=delay), None
                     down_since = None
@@ -315,8 +316,10 @@ class Job:
                     bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
                 if st.done:
                     return st
-                # a host that answered early without the end (no wait there: the launch's own status, a host
-                # without GNU tail's --pid, ...) is asked again only when the interval is over
+                if launched:
+                    continue
+                # a host that answered early without the end (an interval too short to wait on the host) is
+                # asked again only when the interval is over
                 time.sleep(max(0.0, delay - (time.monotonic() - asked)))
                 delay = min(poll_s, delay * 1.5)
         finally:
