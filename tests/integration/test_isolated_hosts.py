@@ -10,6 +10,7 @@ does, so two clusters' runs can go side by side.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -79,6 +80,26 @@ def test_a_hosts_private_directory_is_its_own(bed, tmp_path):
     assert run_on(bed, "delta", f"cat {shared.parent}/common").stdout == "both\n"
     with pytest.raises(ValueError, match="needs an isolated host"):
         bed.add_host("epsilon", "127.0.0.75", private_dirs=[shared])
+
+
+def test_an_isolated_hosts_home_is_its_own_as_on_a_fresh_machine(bed):
+    """A CloudLab node's user has a home of its own, filled from /etc/skel when the machine was installed: a host
+    made with own_home reads that ~/.bashrc in its SSH sessions (not this machine's), and what one host writes in
+    its home the others do not see."""
+    needs_namespaces()
+    if not Path("/etc/skel/.bashrc").is_file():
+        pytest.skip("this machine has no /etc/skel/.bashrc to fill a new home from")
+    home = Path(pwd.getpwnam(bed.user).pw_dir)
+    for name, addr in (("zeta", "127.0.0.76"), ("eta", "127.0.0.77")):
+        bed.add_host(name, addr, isolated=True, own_home=True)
+    skel = Path("/etc/skel/.bashrc").read_bytes()
+    for host in ("zeta", "eta"):
+        got = run_on(bed, host, 'cat ~/.bashrc; echo "HOME=$HOME"')
+        assert got.returncode == 0 and got.stdout.encode() == skel + f"HOME={home}\n".encode(), got.stderr
+        assert run_on(bed, host, "hostname > ~/mine").returncode == 0
+    assert run_on(bed, "zeta", "cat ~/mine").stdout == "zeta\n"
+    assert run_on(bed, "eta", "cat ~/mine").stdout == "eta\n"
+    assert not (home / "mine").exists() or (home / "mine").read_text() not in ("zeta\n", "eta\n")
 
 
 PERFORM = """

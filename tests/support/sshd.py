@@ -265,6 +265,10 @@ class SshServer:
         directory under ``root`` bind-mounted over each in the host's mount namespace; the path itself is made
         on this machine, empty, if missing). What a host writes there, the other hosts do not see. The machine outlives restarts of its sshd; `shutdown` (and the
         testbed's close) ends it and everything in it, as powering a machine off does.
+    home : path, optional
+        For an isolated host: the home directory of the user its sessions log in as, made the host's own (one of
+        its private directories) and filled from ``/etc/skel`` when first made, as ``useradd -m`` fills a new
+        user's home on a freshly installed machine: the sessions read that ``~/.bashrc``, not this machine's.
 
     Notes
     -----
@@ -284,12 +288,15 @@ class SshServer:
 
     def __init__(self, root, addr: str, authorized_keys, *, port: int | None = None,
                  extra_config: Sequence[str] = (), isolated: str | None = None,
-                 private_dirs: Sequence[str | os.PathLike] = ()):
+                 private_dirs: Sequence[str | os.PathLike] = (), home: str | os.PathLike | None = None):
         self.extra_config = list(extra_config)
         self.isolated = isolated
-        if private_dirs and isolated is None:
-            raise ValueError("private_dirs needs an isolated host (a mount namespace of its own)")
+        if (private_dirs or home is not None) and isolated is None:
+            raise ValueError("a private directory or home needs an isolated host (a mount namespace of its own)")
         self.private_dirs = [Path(d).resolve() for d in private_dirs]
+        self.home = Path(home).resolve() if home is not None else None
+        if self.home is not None and self.home not in self.private_dirs:
+            self.private_dirs.append(self.home)
         self._machine: subprocess.Popen | None = None
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -433,6 +440,12 @@ class SshServer:
                 'while [ $# -gt 1 ]; do mkdir -p "$1" "$2" && mount --bind "$2" "$1" || exit 1; shift 2; done; '
                 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done')
         pairs = [str(x) for i, d in enumerate(self.private_dirs) for x in (d, self.root / "private" / str(i))]
+        if self.home is not None:
+            own = self.root / "private" / str(self.private_dirs.index(self.home))
+            if not own.exists() and Path("/etc/skel").is_dir():
+                shutil.copytree("/etc/skel", own, symlinks=True)
+            own.mkdir(parents=True, exist_ok=True)
+            own.chmod(0o700)
         self._machine = subprocess.Popen(
             ["unshare", "--pid", "--mount-proc", "--uts", "--kill-child=SIGKILL", "--", "bash", "-c", init,
              "init", self.isolated, *pairs], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -655,13 +668,14 @@ class SshTestbed:
 
     def add_host(self, alias: str, addr: str, *, trust: bool = True, port: int | None = None,
                  extra_config: Sequence[str] = (), isolated: bool = False,
-                 private_dirs: Sequence[str | os.PathLike] = ()) -> SshServer:
+                 private_dirs: Sequence[str | os.PathLike] = (), own_home: bool = False) -> SshServer:
         """Start an sshd on `addr` and make it reachable as ``ssh -F ssh_config alias``.
 
         With ``trust=False`` its host key is left out of known_hosts, so a
         strict client refuses it as an unknown host. ``extra_config`` lines
         are appended to its sshd_config. ``isolated`` runs it in namespaces of
-        its own, named ``alias``, with ``private_dirs`` its own (see `SshServer`).
+        its own, named ``alias``, with ``private_dirs`` its own, and with ``own_home`` the login user's home
+        directory too, as a freshly installed machine has it (see `SshServer`).
         """
         if self._closed:
             raise SshdError("this SshTestbed is closed")
@@ -669,7 +683,7 @@ class SshTestbed:
             raise ValueError(f"host alias {alias!r} is already in the testbed")
         server = SshServer(self._root / "hosts" / alias, addr, self._authorized_keys, port=port,
                            extra_config=extra_config, isolated=alias if isolated else None,
-                           private_dirs=private_dirs)
+                           private_dirs=private_dirs, home=pwd.getpwnam(self.user).pw_dir if own_home else None)
         try:
             server.start()
         except BaseException:
