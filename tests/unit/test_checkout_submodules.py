@@ -95,3 +95,47 @@ def test_an_excluded_submodule_is_not_cloned_and_a_whole_checkout_brings_it_back
     assert _git("config", "--get", "core.sparseCheckout", cwd=work) == "false"
     assert subprocess.run(["git", "-C", str(work), "config", "--get-all", "submodule.active"],
                           capture_output=True).returncode == 1   # none left
+
+
+def test_a_checkout_already_at_its_commit_is_taken_as_it_is_and_one_short_of_a_submodule_is_mended(tmp_path):
+    """A run on a host whose checkout is at the pinned commit with its submodules at theirs (the previous run's) checks
+    that and records it, running neither git checkout nor submodule update; a submodule taken away since is brought
+    back by the full checkout, and every run's checkout.txt says the same."""
+    import os
+    _repo(tmp_path / "used", {"used.txt": "used\n"})
+    top = tmp_path / "top"
+    _repo(top, {"main.txt": "main\n"})
+    _git("submodule", "add", "-q", str(tmp_path / "used"), "lib/used", cwd=top)
+    _git("commit", "-q", "-am", "submodule", cwd=top)
+    paper = _paper(tmp_path, top, _git("rev-parse", "HEAD", cwd=top), [])
+    first = _job(tmp_path, paper, "rd1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    recorded = (tmp_path / "rd1" / "checkout.txt").read_text()
+    assert len(recorded.splitlines()) == 2 and "lib/used" in recorded
+
+    # git, as the job calls it, writes down each of its subcommands
+    shims, calls = tmp_path / "shims", tmp_path / "git-calls"
+    shims.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (shims / "git").write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    (shims / "git").chmod(0o755)
+    path = f"{shims}:{os.environ['PATH']}"
+
+    def job(run_dir):
+        calls.write_text("")
+        script = build_script(paper, make_plan(paper.claim("c"), {}), HostSpec("h", "h", str(tmp_path / "work")),
+                              str(tmp_path / run_dir))
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                             stdin=subprocess.DEVNULL, env={**os.environ, **ENV, "PATH": path})
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "./lib/used/used.txt" in out.stdout
+        assert (tmp_path / run_dir / "checkout.txt").read_text() == recorded
+        return [c.split()[2] for c in calls.read_text().splitlines() if c.startswith("-C ")]
+
+    done = job("rd2")
+    assert "checkout" not in done and "update" not in " ".join(done), done
+    assert "ls-files" in done   # a file gone from the checkout is still looked for
+    work = tmp_path / "work" / "repo"
+    subprocess.run(["git", "-C", str(work), "submodule", "deinit", "-q", "-f", "lib/used"], check=True,
+                   env={**os.environ, **ENV})
+    assert "checkout" in job("rd3")

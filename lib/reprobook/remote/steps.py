@@ -239,6 +239,15 @@ rb_stamp() {  # stamp: after a successful run, what the next run compares with (
   fi
 }
 rb_checkout() {  # url commit dir [excluded path pattern...]
+  # already there: a whole checkout whose HEAD is the commit (detached, as this leaves it), its submodules at theirs
+  local rb_head="" rb_subs_now=""
+  if [ $# = 3 ] && [ -f "$3/.git/HEAD" ] && { read -r rb_head < "$3/.git/HEAD"; } 2>/dev/null && [ "$rb_head" = "$2" ] \
+     && [ -z "$(git -C "$3" config --get-regexp '^(core\.sparsecheckout|submodule\.active)$' | grep -v '^core\.sparsecheckout false$')" ] \
+     && rb_subs_now=$(rb_submodules "$3" 2>/dev/null) && ! grep -q '^[-+U]' <<< "$rb_subs_now"; then
+    rb_missing_files "$1" "$2" "$3"
+    rb_checked_out "$3" "$2" "$rb_subs_now"
+    return
+  fi
   if [ ! -d "$3/.git" ]; then git clone -q --no-checkout -- "$1" "$3"; fi  # after "--": a URL is never an option
   git -C "$3" cat-file -e "$2^{commit}" 2>/dev/null || git -C "$3" fetch -q -- origin "$2" 2>/dev/null || git -C "$3" fetch -q -- origin
   git -C "$3" config --unset-all submodule.active 2>/dev/null || true
@@ -254,25 +263,38 @@ rb_checkout() {  # url commit dir [excluded path pattern...]
     git -C "$3" sparse-checkout disable   # a checkout an earlier run made sparse (another scale's) is whole again
   fi
   git -C "$3" checkout -q --detach "$2" 2> >(grep -v "^error: invalid object .* for '" >&2)
+  if [ $# -gt 3 ]; then  # only the submodules the sparse checkout keeps: an excluded one is not cloned
+    rb_missing_files "$1" "$2" "$3"
+    local rb_subs=()
+    mapfile -t rb_subs < <(git -C "$3" ls-files -s -t | sed -n 's/^H 160000 [0-9a-f]* [0-9]*\t//p')
+    if [ ${#rb_subs[@]} -gt 0 ]; then git -C "$3" submodule update -q --init --recursive -- "${rb_subs[@]}"; fi
+  else
+    rb_missing_files "$1" "$2" "$3"
+    if [ -f "$3/.gitmodules" ]; then git -C "$3" submodule update -q --init --recursive; fi
+  fi
+  rb_checked_out "$3" "$(git -C "$3" rev-parse HEAD)" "$(rb_submodules "$3")"
+}
+rb_submodules() {  # dir: git submodule status --recursive (nothing to ask git when there is no .gitmodules)
+  if [ -f "$1/.gitmodules" ]; then git -C "$1" submodule status --recursive; fi
+}
+rb_missing_files() {  # url commit dir: stop when the checkout lacks files (git checks out a tree whose blobs it cannot
+                      # read and still exits 0)
+  local rb_missing
   rb_missing=$(git -C "$3" ls-files --deleted | head -n 5)
-  if [ -n "$rb_missing" ]; then  # git checks out a tree whose blobs it cannot read and still exits 0
+  if [ -n "$rb_missing" ]; then
     echo "reprobook: the checkout of $1 at $2 lacks files git could not read (objects missing from the" \
          "repository or mirror?): $(echo $rb_missing). If the experiment never uses them, list them under the" \
          "repository's 'exclude' in the paper file." >&2
     exit 3
   fi
-  if [ $# -gt 3 ]; then  # only the submodules the sparse checkout keeps: an excluded one is not cloned
-    local rb_subs=()
-    mapfile -t rb_subs < <(git -C "$3" ls-files -s -t | sed -n 's/^H 160000 [0-9a-f]* [0-9]*\t//p')
-    if [ ${#rb_subs[@]} -gt 0 ]; then git -C "$3" submodule update -q --init --recursive -- "${rb_subs[@]}"; fi
-  else
-    git -C "$3" submodule update -q --init --recursive
-  fi
-  echo "$3 $(git -C "$3" rev-parse HEAD)" >> "$RB_RUN_DIR/checkout.txt"
-  git -C "$3" submodule status --recursive | while read -r sha path rest; do
-    case "$sha" in -*) continue ;; esac  # not initialised: left out of a sparse checkout
-    echo "$3/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
-  done
+}
+rb_checked_out() {  # dir commit submodule-status: what the run uses, into checkout.txt
+  local sha path rest
+  echo "$1 $2" >> "$RB_RUN_DIR/checkout.txt"
+  while read -r sha path rest; do
+    case "$sha" in ""|-*) continue ;; esac  # not initialised: left out of a sparse checkout
+    echo "$1/$path ${sha#[-+U ]}" >> "$RB_RUN_DIR/checkout.txt"
+  done <<< "$3"
 }
 rb_guest_watchdog() {  # pid: stop that process (a guest's QEMU) once this job's shell is gone, however the job ended
   local comm i
