@@ -559,19 +559,21 @@ rb_restore_times() {  # file...: each that ended as it began gets its time stamp
 
 
 APPLY_FUNCTION = r"""rb_apply() {  # dir name wanted(1|0) < diff: the recorded patch applied (once) or taken back
-  local dir=$1 name=$2 want=$3 p
-  p=$(mktemp); cat > "$p"
-  if git -C "$dir" apply --reverse --check "$p" 2>/dev/null; then
+  # the diff is read by bash itself and handed to git as a here-string: a patch applied already costs one git, no
+  # other process (there are a dozen of them before every run)
+  local dir=$1 name=$2 want=$3 p=""
+  IFS= read -r -d '' p || true
+  p=${p%$'\n'}
+  if git -C "$dir" apply --reverse --check <<< "$p" 2>/dev/null; then
     if [ "$want" = 1 ]; then echo "patch $name: applied already"
-    else git -C "$dir" apply --reverse "$p" && echo "patch $name: taken back (this run does without it)"; fi
+    else git -C "$dir" apply --reverse <<< "$p" && echo "patch $name: taken back (this run does without it)"; fi
   elif [ "$want" = 1 ]; then
-    if ! git -C "$dir" apply "$p"; then
+    if ! git -C "$dir" apply <<< "$p"; then
       echo "reprobook: the recorded patch $name does not apply in $dir: is the checkout at the claim's commit?" >&2
-      rm -f "$p"; return 4
+      return 4
     fi
-    echo "patch $name: applied"; git -C "$dir" apply --stat "$p" 2>/dev/null | sed 's/^/  /'
+    echo "patch $name: applied"; git -C "$dir" apply --stat <<< "$p" 2>/dev/null | sed 's/^/  /'
   else echo "patch $name: not wanted by this run"; fi
-  rm -f "$p"
 }"""
 _HEREDOC_END = "RB_RECORDED_PATCH_END"
 
@@ -580,7 +582,7 @@ def _wanted_test(when: Mapping[str, Any]) -> str:
     """A shell word that is 1 when the run's parameters match ``when`` (``RB_<NAME>`` as `param_env` spells them)."""
     if not when:
         return "1"
-    tests = " && ".join(f'[ "$(printf %s "${{RB_{k.upper()}}}" | tr A-Z a-z)" = {shlex.quote(_spell(v).lower())} ]'
+    tests = " && ".join(f'[ "${{RB_{k.upper()},,}}" = {shlex.quote(_spell(v).lower())} ]'
                         for k, v in when.items())
     return f"$( {tests} && echo 1 || echo 0)"
 
