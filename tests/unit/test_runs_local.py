@@ -215,6 +215,39 @@ def test_a_short_job_is_seen_to_end_by_the_first_poll_after_its_launch(host, mon
     assert st.state == "succeeded" and calls == [1.0], calls
 
 
+def test_the_poll_that_sees_the_end_brings_the_outputs_listing_in_its_round_trip(host, tmp_path, monkeypatch):
+    """`Job.wait(then=...)`: the status poll that finds the job ended also lists its outputs (as `survey` would, in
+    a round trip of its own); the polls before it do not; a log line that looks like the separator is the log's."""
+    from reprobook.remote.listing import Pending, survey
+    out = tmp_path / "work" / "out"
+    job, _ = jobs.launch(host, "job-then", f"sleep 1.2; mkdir -p {out}; printf 'a,1\\n' > {out}/a.csv; "
+                                           "echo 'RB:THEN:0123456789abcdef0123456789abcdef'; echo last line",
+                         settle=False)
+    spec = {"o": OutputSpec("o", str(out), "*.csv")}
+    d = job.remote_dir
+    ahead = Pending(host, spec, newer_than=f"{d}/first_started", read=(f"{d}/log",), inline_max=1024)
+    fed = []
+    real = ahead.feed
+    monkeypatch.setattr(ahead, "feed", lambda data: (fed.append(data), real(data))[1])
+    calls = []
+    run_script = host.run_script
+    monkeypatch.setattr(host, "run_script", lambda *a, **kw: (calls.append(a[0][:30]), run_script(*a, **kw))[1])
+    st = job.wait(progress=False, poll_s=0.3, then=ahead)
+    assert st.state == "succeeded" and st.log_tail.endswith("RB:THEN:0123456789abcdef0123456789abcdef\nlast line\n")
+    assert ahead.received and len(calls) >= 2   # polls while it ran brought nothing
+    got = ahead.finish()
+    alone = survey(host, spec, newer_than=f"{d}/first_started", read=(f"{d}/log",), inline_max=1024)
+    assert [(f.relpath, f.size) for f in got.files] == [(f.relpath, f.size) for f in alone.files] == [("a.csv", 4)]
+    assert got.inline == alone.inline == {("o", "a.csv"): b"a,1\n"} and got.texts == alone.texts
+    assert got.texts[f"{d}/log"].endswith("last line\n") and not got.refused
+    # a job that is lost (no exit code) brings none
+    lost, _ = jobs.launch(host, "job-then-lost", "sleep 60", settle=False)
+    time.sleep(0.3)
+    os.killpg(int(Path(lost.remote_dir, "pid").read_text()), signal.SIGKILL)
+    other = Pending(host, spec)
+    assert lost.wait(progress=False, poll_s=0.1, then=other).state == "lost" and not other.received
+
+
 def test_killed_job_is_lost_not_running_forever(host):
     job, _ = jobs.launch(host, "job-k", "echo started; sleep 60")
     time.sleep(0.3)

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 import time
-from typing import Callable
+from collections.abc import Sequence
+from typing import Callable, Protocol
 from dataclasses import dataclass
 
 from reprobook.errors import ExperimentError, HostBusy, HostUnreachable, RunLost, TestbedError
@@ -91,15 +93,15 @@ if [ "${6:-1}" = 1 ]; then for i in 1 2 3 4 5 6 7 8; do [ -f "$rundir/exit_code"
 """
 
 _STATUS = r"""
-rundir=$1; lines=$2; waits=${3:-0}
+rundir=$1; lines=$2; waits=${3:-0}; here=$PWD
 if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
 cd "$rundir"
 pid=$(cat pid 2>/dev/null)
 # a long poll: up to $waits times 0.2 s for the job to end, so that its end is reported at once, not a poll later.
-# GNU tail watches the wrapper's pid (it wakes every 0.1 s, no process started); else a check every 0.2 s
+# GNU tail watches the wrapper's pid (it wakes every 0.05 s, no process started); else a check every 0.2 s
 if [ "$waits" -gt 0 ] && [ ! -f exit_code ]; then
   rc=1   # 0: the wrapper ended; 124: the wait is over; else no tail --pid here
-  if [ -n "$pid" ]; then rc=0; timeout "$((waits / 5)).$((waits % 5 * 2))" tail --pid="$pid" -s 0.1 -f /dev/null 2>/dev/null || rc=$?; fi
+  if [ -n "$pid" ]; then rc=0; timeout "$((waits / 5)).$((waits % 5 * 2))" tail --pid="$pid" -s 0.05 -f /dev/null 2>/dev/null || rc=$?; fi
   if [ "$rc" != 0 ] && [ "$rc" != 124 ]; then
     i=0; while [ "$i" -lt "$waits" ] && [ ! -f exit_code ]; do sleep 0.2; i=$((i + 1)); done
   fi
@@ -128,9 +130,12 @@ echo "point_secs=$(cat steps/*-*.secs 2>/dev/null | tr '\n' ' ')"
 echo "step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1 | cut -c 20-200)"
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
+# once the job has ended, a caller's script in the same round trip (`Job.wait`'s ``then``: the outputs' listing), from
+# where the session started: $4 the line its output follows, $5 the script, the rest its arguments
+if [ -n "${4:-}" ] && [ -f exit_code ]; then printf '\n%s\n' "$4"; s=$5; shift 5; cd "$here" && bash -c "$s" reprobook "$@"; fi
 """
 # the launch ends by reporting the job's status, as `Job.status` would in a second round trip
-_LAUNCH += "( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
+_LAUNCH += "[ \"${7:-1}\" = 1 ] || exit 0\n( set +eu; set -- \"$rundir\" 20\necho RB:STATUS\n" + _STATUS + ")\n"
 
 
 LONG_POLL_MAX_S = 30.0
@@ -225,6 +230,50 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+class Then(Protocol):
+    """What `Job.status` runs on the host once the job has ended, in the same round trip (`reprobook.remote.listing.Pending`)."""
+
+    script: str
+    args: Sequence[str]
+    received: bool
+
+    def reset(self) -> None: ...
+
+    def feed(self, data: bytes) -> None: ...
+
+
+class _Split:
+    """A status's output followed (the job having ended) by a ``then`` script's: the status text is kept, up to the
+    line ``mark`` (random, so that no log line can pass for it), and what follows is fed to ``then``."""
+
+    def __init__(self, mark: str, then: Then):
+        self.mark, self.then = f"RB:THEN:{mark}", then
+        self._sep = f"\n{self.mark}\n".encode()
+        self._head = bytearray()
+        self._found = False
+
+    def feed(self, data: bytes) -> None:
+        if self._found:
+            self.then.feed(data)
+            return
+        self._head += data
+        at = self._head.find(self._sep)
+        if at >= 0:
+            rest = bytes(self._head[at + len(self._sep):])
+            del self._head[at:]
+            self._found = True
+            if rest:
+                self.then.feed(rest)
+        elif len(self._head) > MAX_STATUS_BYTES:
+            raise TestbedError(f"a job's status sent more than {MAX_STATUS_BYTES >> 10} KiB; reprobook stopped reading")
+
+    def head(self) -> str:
+        return self._head.decode(errors="replace")
+
+
+MAX_STATUS_BYTES = 1 << 20
+
+
 class Job:
     """A detached run on one host, addressed by its run id.
 
@@ -248,26 +297,37 @@ class Job:
     def remote_dir(self) -> str:
         return f"{self.base}/runs/{self.run_id}"
 
-    def _sh(self, script: str, *args: str, retries: int = 2, step: str = "talking to the job"):
-        return self.host.run_script(script, *args, retries=retries, step=f"{step} of run {self.run_id}")
+    def _sh(self, script: str, *args: str, retries: int = 2, step: str = "talking to the job", on_stdout=None):
+        return self.host.run_script(script, *args, retries=retries, step=f"{step} of run {self.run_id}",
+                                    on_stdout=on_stdout)
 
-    def status(self, tail_lines: int = 20, *, wait_s: float = 0.0) -> JobStatus:
+    def status(self, tail_lines: int = 20, *, wait_s: float = 0.0, then: "Then | None" = None) -> JobStatus:
         """One round trip: the job's state, exit code, current step and last log lines.
 
         ``wait_s`` (at most `LONG_POLL_MAX_S`): the host first waits that long for the job to end, answering
-        within 0.1 s of its end (0.2 s on a host without GNU tail; a poll that sleeps here instead learns of the end
-        up to a whole interval late)."""
+        within 0.05 s of its end (0.2 s on a host without GNU tail; a poll that sleeps here instead learns of the end
+        up to a whole interval late). ``then``: when the job has ended, the host runs its script in this same round
+        trip and its output goes to ``then.feed`` (``then.reset`` first; no retry here: a dropped connection raises
+        `TestbedError`, and `wait` asks again)."""
         waits = round(min(wait_s, LONG_POLL_MAX_S) / 0.2)
-        return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines), str(waits),
-                                                   step="reading the status").stdout)
+        if then is None:
+            return _parse_status(self.run_id, self._sh(_STATUS, self.remote_dir, str(tail_lines), str(waits),
+                                                       step="reading the status").stdout)
+        split = _Split(secrets.token_hex(16), then)
+        then.reset()
+        self._sh(_STATUS, self.remote_dir, str(tail_lines), str(waits), split.mark, then.script, *then.args,
+                 retries=0, step="reading the status", on_stdout=split.feed)
+        return _parse_status(self.run_id, split.head())
 
     def wait(self, *, expected_s: float | None = None, poll_s: float = 5.0, progress: bool = True,
              reconnect_for_s: float = 600.0, title: str | None = None,
-             left_s: Callable[[JobStatus], float | None] | None = None) -> JobStatus:
+             left_s: Callable[[JobStatus], float | None] | None = None, then: "Then | None" = None) -> JobStatus:
         """Poll until the job ends, showing elapsed time against ``expected_s``.
 
         ``left_s`` (a status -> the seconds still expected, or None) moves the expected end as the
         steps go: a run whose first steps are skipped or fast is not shown at 1 % for its whole length.
+        ``then`` (see `status`) rides on the poll that sees the job end: ``then.received`` says whether it did
+        (not when the launch's own round trip saw the end, nor for a job that is lost).
 
         A dropped connection is reopened with back-off for up to
         ``reconnect_for_s``; the job runs on meanwhile. Returns the final
@@ -291,7 +351,7 @@ class Job:
                 asked = time.monotonic()
                 launched = self.last_status is not None   # the launch's own status: the first long poll follows at once
                 try:
-                    st, self.last_status = self.last_status or self.status(wait_s=delay), None
+                    st, self.last_status = self.last_status or self.status(wait_s=delay, then=then), None
                     down_since = None
                 except TestbedError as exc:
                     down_since = down_since or time.monotonic()
@@ -388,14 +448,15 @@ def _stage(job: "Job", run_id: str, payload: str) -> str:
 
 
 def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first: str = "",
-           settle: bool = True, probe: str = "") -> tuple[Job, bool]:
+           settle: bool = True, probe: str = "", report: bool = True) -> tuple[Job, bool]:
     """Start ``script`` as run ``run_id`` on ``host``, detached; or attach if that run exists.
 
     ``first``: shell commands run on the host before the launch, in the same round trip (``$1`` is the host's
     ``.reprobook`` directory, ``$2`` the run id); they must not fail. ``probe``: a script run before everything,
     in a subshell of its own, in the same round trip: its standard output is ``job.probed``. ``settle``: the launch waits up to a quarter of
     a second for the job to end, so that a job that ends at once is reported in the same round trip; False for a
-    job that does not (a hold): the launch answers as soon as the job started.
+    job that does not (a hold): the launch answers as soon as the job started. ``report``: the launch's answer
+    carries the job's status (``job.last_status``); False for a job nobody follows (a hold): the host is spared it.
 
     With ``resume``, a run that exists but ended without success (failed,
     cancelled or lost) is started again with ``script``: its earlier attempt
@@ -416,7 +477,8 @@ def launch(host: Host, run_id: str, script: str, *, resume: bool = False, first:
     if probe:
         text = f"(\n{probe.rstrip()}\n) || true\necho RB:PROBED\n" + text
     res = job._sh(text, job.base, run_id, payload, _b64(_WRAPPER),
-                  "1" if resume else "0", "1" if settle else "0", retries=2, step="launching the job")
+                  "1" if resume else "0", "1" if settle else "0", "1" if report else "0", retries=2,
+                  step="launching the job")
     stdout = res.stdout
     if probe:
         job.probed, _, stdout = stdout.partition("RB:PROBED\n")

@@ -278,6 +278,55 @@ def _root(host: Host, spec: OutputSpec) -> str:
     return spec.path if spec.path.startswith("/") else f"{host.workdir.rstrip('/')}/{spec.path}"
 
 
+class Pending:
+    """A listing of ``outputs`` on ``host`` asked for ahead (see `survey` for the arguments): its ``script`` and
+    ``args`` may ride on another round trip to the host (the status poll that sees a job end), its output fed to
+    `feed` as it comes; `finish` then gives the `Listing`. `run` makes the round trip of its own."""
+
+    def __init__(self, host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None,
+                 read: Sequence[str] = (), inline_max: int = 0, text_max: int = TEXT_MAX_BYTES):
+        self.host, self.read, self.inline_max = host, tuple(read), inline_max
+        self.roots = [(name, _root(host, spec)) for name, spec in outputs.items()]
+        self.script = _LIST
+        self.args = [newer_than or "", str(int(inline_max)), str(int(text_max)), str(len(self.read)), *self.read]
+        for (name, root), spec in zip(self.roots, outputs.values()):
+            self.args += [name, root, spec.glob or "*"]
+        self.reset()
+
+    def reset(self) -> None:
+        """Start over (a round trip that broke off is made again from scratch)."""
+        self.listing = Listing(RemoteFiles(self.roots), {}, {}, None)
+        self._parser = _Parser(self.listing, self.roots, self.read, self.inline_max)
+        self.received = False
+
+    def feed(self, data: bytes) -> None:
+        self.received = True
+        self._parser.feed(data)
+
+    def finish(self) -> Listing:
+        self._parser.end()
+        for path in self.read:
+            self.listing.texts.setdefault(path, None)
+        return self.listing
+
+    def run(self) -> Listing:
+        """The listing, in a round trip of its own (made again, up to twice, when the connection drops)."""
+        attempt = 0
+        while True:
+            self.reset()
+            try:
+                self.host.run_script(self.script, *self.args, step="listing the outputs", on_stdout=self.feed)
+                break
+            except StepTimeout:
+                raise
+            except TestbedError:
+                if attempt >= 2:
+                    raise
+                attempt += 1  # a dropped connection: list again, from scratch
+                time.sleep(0.25 * 2 ** attempt)
+        return self.finish()
+
+
 def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None,
            read: Sequence[str] = (), inline_max: int = 0, text_max: int = TEXT_MAX_BYTES) -> Listing:
     """One round trip: every file of ``outputs`` on ``host`` (only those newer than ``newer_than``, if
@@ -286,28 +335,7 @@ def survey(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | N
 
     Records that cannot be trusted are not kept but listed in ``refused``; `fetch` names them.
     """
-    roots = [(name, _root(host, spec)) for name, spec in outputs.items()]
-    args = [newer_than or "", str(int(inline_max)), str(int(text_max)), str(len(read)), *read]
-    for (name, root), spec in zip(roots, outputs.values()):
-        args += [name, root, spec.glob or "*"]
-    attempt = 0
-    while True:
-        listing = Listing(RemoteFiles(roots), {}, {}, None)
-        parser = _Parser(listing, roots, read, inline_max)
-        try:
-            host.run_script(_LIST, *args, step="listing the outputs", on_stdout=parser.feed)
-            break
-        except StepTimeout:
-            raise
-        except TestbedError:
-            if attempt >= 2:
-                raise
-            attempt += 1  # a dropped connection: list again, from scratch
-            time.sleep(0.25 * 2 ** attempt)
-    parser.end()
-    for path in read:
-        listing.texts.setdefault(path, None)
-    return listing
+    return Pending(host, outputs, newer_than=newer_than, read=read, inline_max=inline_max, text_max=text_max).run()
 
 
 def list_outputs(host: Host, outputs: Mapping[str, OutputSpec], *, newer_than: str | None = None) -> Sequence[RemoteFile]:

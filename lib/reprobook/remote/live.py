@@ -39,7 +39,7 @@ from reprobook.errors import (ConfigError, ExperimentError, HostBusy, LimitExcee
 from reprobook.remote.hosts import Host, open_host
 from reprobook.remote.jobs import Job, JobStatus, launch
 from reprobook.remote.listing import INLINE_MAX_BYTES, TEXT_MAX_BYTES
-from reprobook.remote.listing import survey as survey_outputs
+from reprobook.remote.listing import Listing, Pending
 from reprobook.core.locks import Holder
 from reprobook.core.runs import ON_HOST, Run, RunStore, run_id_for, unpack_fetched, utcnow, write_atomic
 from reprobook.remote.placement import Placement, open_hosts, place, release, survey
@@ -295,21 +295,36 @@ def follow(project: Project, claim: Claim, run: Run, host: Host, *, progress: bo
     ``members`` are the other hosts of the run's placement (opened from the manifest when not given)."""
     job = job or Job(host, run.id)
     paper, recorded = project.paper(claim.paper), make_plan(claim, run.manifest.get("parameters") or {})
+    # the outputs are listed by the poll that sees the job end, in its round trip
+    ahead = _listing(claim, run, job)
     st = job.wait(expected_s=(claim.expected_minutes or 0) * 60 or None, poll_s=poll_s or project.settings.poll_interval_s,
                   left_s=lambda st: expected_left_s(paper, recorded, st.step, st.points_done, st.point_s),
-                  progress=progress, title=claim.key)
+                  progress=progress, title=claim.key, then=ahead)
     if members is None and run.manifest.get("placement"):
         members = open_hosts(project, Placement.from_dict(run.manifest["placement"]).members)
     try:
-        return collect(claim, run, job, st, members=members, limits=project.settings.limits)
+        return collect(claim, run, job, st, members=members, limits=project.settings.limits,
+                       listing=ahead.finish() if ahead.received else None)
     finally:
         for m in (members or {}).values():
             m.close()
 
 
+def _listing(claim: Claim, run: Run, job: Job) -> Pending:
+    """The listing `collect` needs of the control host, in one round trip: the log's end, the checkouts, the outputs'
+    files and the bytes of the small ones."""
+    placement = Placement.from_dict(run.manifest["placement"]) if run.manifest.get("placement") else None
+    d = job.remote_dir
+    return Pending(job.host, _outputs_by_host(claim, placement)[0], newer_than=f"{d}/first_started",
+                   read=(f"{d}/checkout.txt", f"{d}/log"), inline_max=INLINE_MAX_BYTES)
+
+
 def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping[str, Host] | None = None,
-            limits: Limits | None = None) -> Run:
+            limits: Limits | None = None, listing: Listing | None = None) -> Run:
     """Fetch outputs, log and checkouts of a finished job into ``run``; then raise if it did not succeed.
+
+    ``listing``: the control host's (`_listing`), when the status poll that saw the job end brought it; else it is
+    made here.
 
     With a placement of several hosts, ``members`` (the other hosts, by name)
     are released from their hold, and the outputs of other roles are fetched
@@ -332,10 +347,9 @@ def collect(claim: Claim, run: Run, job: Job, st: JobStatus, *, members: Mapping
     members = dict(members or {})
     here, there = _outputs_by_host(claim, placement)
     with run.lock.acquire(on_wait=_waiting(run.id)), _Releasing(members, run.id) as releasing:
-        # the other hosts are let go while the control host's outputs are listed (each takes a round trip or two)
-        # one round trip: the log's end, the checkouts, the outputs' listing and the bytes of the small ones
-        listing = survey_outputs(host, here, newer_than=f"{d}/first_started", read=(f"{d}/checkout.txt", f"{d}/log"),
-                                 inline_max=INLINE_MAX_BYTES)
+        # the other hosts are let go while the control host's outputs are listed and fetched (each takes a round
+        # trip or two)
+        listing = listing or _listing(claim, run, job).run()
         checkouts, log = listing.texts[f"{d}/checkout.txt"] or "", listing.texts[f"{d}/log"] or ""
         whole = listing.text_sizes.get(f"{d}/log", 0)
         if whole > TEXT_MAX_BYTES:

@@ -352,7 +352,7 @@ def _hold_one(host: Host, run_id: str, control: str, probe: Iterable[Requirement
     from reprobook.remote.jobs import launch
     script = HOLD_SCRIPT.format(run_id=run_id, control=control, seconds=HOLD_HOURS * 3600)
     text = f"set -- {shlex.quote(host.workdir)}\n{probe_script(list(probe))}" if probe is not None else ""
-    job, _ = launch(host, hold_id_for(run_id), script, first=_CLEAR, settle=False, probe=text)
+    job, _ = launch(host, hold_id_for(run_id), script, first=_CLEAR, settle=False, probe=text, report=False)
     return (facts_from(job.probed) if probe is not None else None), job.fresh
 
 
