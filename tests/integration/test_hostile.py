@@ -247,6 +247,47 @@ def test_inline_bytes_for_a_file_not_listed_are_refused(evil, around):
     _saved(around, err.value.fetched, legit)
 
 
+def _tar(members: list[tuple[str, bytes | str]]) -> bytes:
+    """A tar of regular files (bytes) and symbolic links (str: the target), as a host's RB:TAR would carry."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, what in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(what, str):
+                info.type, info.linkname = tarfile.SYMTYPE, what
+                tf.addfile(info)
+            else:
+                info.size = len(what)
+                tf.addfile(info, io.BytesIO(what))
+    return buf.getvalue()
+
+
+def test_an_inline_archive_gives_only_the_listed_regular_files_in_the_run(evil, around):
+    """The small files of an output may come in one tar (RB:TAR). Only its regular members the listing names are
+    taken, as bytes, never extracted: a link, a path that leaves the output, a file never listed, a member too big
+    for inline and an archive that is not a tar are refused by name; the listed files all arrive (the refused ones
+    the usual way, checked)."""
+    legit = {"a.txt": b"proper\n", "b.txt": b"also proper\n"}
+    _, outputs = _legit(evil, "tarred", legit)
+    tar = _tar([("a.txt", b"proper\n"), ("link", "/etc/passwd"), ("../escape.txt", b"out\n"),
+                ("ghost.txt", b"boo\n"), ("b.txt", b"x" * (16 << 10))])
+    evil.play("listing", append=b"RB:TAR\tlogs\t" + base64.b64encode(tar) + b"\0"
+                                + b"RB:TAR\tlogs\t" + base64.b64encode(b"not a tar at all" * 64) + b"\0")
+    watch = _Watch(around, evil)
+    with pytest.raises(OutputsRefused) as err:
+        fetch(evil.host(), outputs, around.run)
+    watch.assert_nothing_outside()
+    _refused(err, "logs/link", "logs/../escape.txt", "logs/ghost.txt", "logs/b.txt", "RB:TAR\\tlogs")
+    whys = {why for _, why in err.value.records}
+    assert {"not a regular file in the inline archive", "an inline archive that is not a tar",
+            "inline bytes for a file the listing does not name"} <= whys, whys
+    assert any("more inline bytes than asked for" in w for w in whys), whys
+    _saved(around, err.value.fetched, legit)
+    assert not (around.root / "escape.txt").exists() and not (around.run / "outputs" / "logs" / "link").exists()
+
+
 def test_checksums_the_host_lies_about_are_not_believed(evil, around):
     """A lost fetch state makes reprobook ask the host for checksums of files already here. An answer for
     a path never asked about, a malformed one or a wrong digest keeps nothing on the host's word: the

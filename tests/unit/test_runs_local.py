@@ -113,6 +113,38 @@ def test_small_files_arrive_inside_the_listing_and_large_ones_separately(host, t
     assert not any(f.transferred for f in again) and gets == ["large.bin"]
 
 
+def test_small_files_come_in_one_tar_or_one_by_one_where_tar_cannot_and_arrive_the_same(host, tmp_path, monkeypatch):
+    """GNU tar carries an output's small files in one process, not one base64 each; a host whose tar cannot read
+    names verbatim (BusyBox) sends them one by one; the listing is the same, odd names included."""
+    from reprobook.remote.listing import survey
+    out = Path(host.workdir) / "out"
+    (out / "sub").mkdir(parents=True)
+    files = {"small.csv": b"x,y\n1,2\n", "-starts-like-an-option": b"dash\n", "odd\tname\n.txt": b"tab\n",
+             "sub/inner.txt": b"inner\n", "empty": b"", "large.bin": os.urandom(16 * 1024)}
+    for rel, data in files.items():
+        (out / rel).write_bytes(data)
+    spec = {"o": OutputSpec("o", "out")}
+    calls = []
+    run = host._run
+    monkeypatch.setattr(host, "_run", lambda cmd, limits: (calls.append(cmd), run(cmd, limits))[1])
+    from reprobook.remote import listing
+    archives = []
+    real_archive = listing._Parser.archive
+    monkeypatch.setattr(listing._Parser, "archive", lambda self, *a: (archives.append(a[0]), real_archive(self, *a))[1])
+    tarred = survey(host, spec, inline_max=16 << 10)
+    assert archives == ["o"]   # one tar for the output's five small files
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "tar").write_text('#!/bin/sh\necho "tar: unrecognized option" >&2\nexit 1\n')
+    (shim / "tar").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    one_by_one = survey(host, spec, inline_max=16 << 10)
+    expected = {("o", rel): data for rel, data in files.items() if rel != "large.bin"}
+    assert tarred.inline == one_by_one.inline == expected
+    assert list(tarred.files) == list(one_by_one.files) and not tarred.refused and not one_by_one.refused
+    assert len(calls) == 2 and archives == ["o"]   # the second, without tar: none
+
+
 def test_listing_works_with_a_base64_that_has_no_w0_option(host, tmp_path, monkeypatch):
     """BusyBox and BSD base64 know no ``-w0`` and wrap lines: the listing falls back and unwraps."""
     shim = tmp_path / "bin"

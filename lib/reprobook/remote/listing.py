@@ -56,6 +56,11 @@ while [ "$nreads" -gt 0 ]; do
   printf '\t%s\0' "$1"; shift; nreads=$((nreads - 1))
 done
 printf 'RB:RSYNC\t%s\0' "$(command -v rsync >/dev/null 2>&1 && echo yes || echo no)"
+# the small files of an output travel in one tar (one process for them all) where GNU tar reads names verbatim
+tar_ok=no
+if [ "$inline_max" -gt 0 ] && tar --null --verbatim-files-from --no-recursion -T /dev/null -cf /dev/null 2>/dev/null; then
+  tar_ok=yes
+fi
 while [ "$#" -ge 3 ]; do
   name=$1; root=$2; pattern=$3; shift 3
   ( cd "$root" 2>/dev/null || exit 0
@@ -66,8 +71,15 @@ while [ "$#" -ge 3 ]; do
       -o ! -type d -printf "RB:SKIP\t$name\t%y\t%P\0" \)
     # small files come along inline: no second round trip for a run's few result files
     if [ "$inline_max" -gt 0 ]; then
-      find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64 |
-        while IFS= read -r -d '' f; do printf 'RB:DATA\t%s\t' "$name"; b64 < "$f"; printf '\t%s\0' "$f"; done
+      small=()
+      mapfile -d '' -t small < <(find . -type f -name "$pattern" "$@" -size -"$inline_max"c -printf '%P\0' 2>/dev/null | head -z -n 64)
+      if [ "${#small[@]}" -gt 0 ] && [ "$tar_ok" = yes ]; then
+        printf 'RB:TAR\t%s\t' "$name"
+        printf '%s\0' "${small[@]}" | tar --null --verbatim-files-from --no-recursion -b 1 -T - -cf - 2>/dev/null | b64
+        printf '\0'
+      else
+        for f in "${small[@]}"; do printf 'RB:DATA\t%s\t' "$name"; b64 < "$f"; printf '\t%s\0' "$f"; done
+      fi
     fi )
 done
 true
@@ -201,6 +213,22 @@ class _Parser:
             self.listing.refuse(self.buf, "a record cut off (no NUL at its end)")
         self.buf.clear()
 
+    def archive(self, name: str, data: bytes, rec: bytes) -> None:
+        """An output's small files in one tar: each kept as inline bytes (a file the archive lacks or refuses is then
+        sent the usual way)."""
+        L = self.listing
+        if len(data) > (INLINE_MAX_FILES * (self.inline_max + 1024) + 10240) * 4 // 3 + 4:
+            return L.refuse(rec[:120], "more inline bytes than asked for")
+        members = _tar_members(_unb64(data), self.inline_max)
+        if members is None:
+            return L.refuse(rec[:120], "an inline archive that is not a tar")
+        for rel, got in members:
+            why = _check_rel(rel.encode())
+            if why or isinstance(got, str):
+                L.refuse(f"{name}/{rel}".encode(), why or got)
+                continue
+            L.inline[(name, rel)] = got
+
     def record(self, rec: bytes) -> None:
         L = self.listing
         if not rec.startswith(b"RB:"):
@@ -237,6 +265,11 @@ class _Parser:
                                      f"{self.inline_max} bytes)")
             # bytes that do not decode are b"": that file is then sent the usual way
             L.inline[(name.decode(), rel.decode())] = _unb64(data)
+        elif tag == b"RB:TAR":
+            name, sep, data = rest.partition(b"\t")
+            if not sep or name not in self.index:
+                return L.refuse(rec, "a malformed inline archive, or one of an output reprobook never asked for")
+            self.archive(name.decode(), data, rec)
         elif tag == b"RB:TEXT":
             parts = rest.split(b"\t", 2)
             if len(parts) != 3:
@@ -263,6 +296,30 @@ class _Parser:
             L.refuse(parts[0] + b"/" + parts[2], f"{kind}: skipped (links are never created locally nor followed)")
         else:
             L.refuse(rec, "a record of an unknown kind")
+
+
+def _tar_members(data: bytes, inline_max: int):
+    """(path, bytes) of each member of the tar ``data`` (the small files of an output, `_LIST`), or the reason it
+    cannot be taken; None for the whole archive when it is not one. Nothing is extracted: a member is read into
+    memory, and only a regular file of at most ``inline_max`` bytes at most `INLINE_MAX_FILES` of them."""
+    import io
+    import tarfile
+    out = []
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
+            for member in tf:
+                if len(out) >= INLINE_MAX_FILES:
+                    out.append((member.name, f"more than {INLINE_MAX_FILES} inline files"))
+                    break
+                if not member.isreg():
+                    out.append((member.name, "not a regular file in the inline archive"))
+                elif member.size >= inline_max:
+                    out.append((member.name, f"more inline bytes than asked for (files under {inline_max} bytes)"))
+                else:
+                    out.append((member.name, tf.extractfile(member).read()))
+    except (tarfile.TarError, EOFError, OSError):
+        return None
+    return out
 
 
 def _unb64(data: bytes) -> bytes:

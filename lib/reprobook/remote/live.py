@@ -254,8 +254,10 @@ def _start(project, plan: RunPlan, store, host: Host, script: str, used: RunPlan
             run.update(status="cancelled", error="stopped before its launch")
         raise
     try:
-        # its checkout and steps do not end at once: no wait for that in the launch (a poll follows at once)
-        job, started = launch(host, run_id, script, resume=resume, settle=False)
+        # its checkout and steps do not end at once: no wait for that in the launch, nor its status (the poll that
+        # follows at once waits on the host for the end; the status's reads come a second later, not beside the
+        # job's first step)
+        job, started = launch(host, run_id, script, resume=resume, settle=False, report=False)
     except HostBusy as exc:
         release(members, run_id)
         run.update(status="refused", error=exc.message)
