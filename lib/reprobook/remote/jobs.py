@@ -96,7 +96,11 @@ _STATUS = r"""
 rundir=$1; lines=$2; waits=${3:-0}; here=$PWD
 if [ ! -d "$rundir" ]; then echo "exists=no"; exit 0; fi
 cd "$rundir"
-pid=$(cat pid 2>/dev/null)
+# the small files are read by bash itself, not by a process each: a status is a few processes, not twenty
+rb_get() {  # file var: the file's first line ("" when there is none)
+  local rb_v=""; { IFS= read -r rb_v < "$1"; } 2>/dev/null || true; printf -v "$2" '%s' "$rb_v"
+}
+rb_get pid pid
 # a long poll: up to $waits times 0.2 s for the job to end, so that its end is reported at once, not a poll later.
 # GNU tail watches the wrapper's pid (it wakes every 0.05 s, no process started); else a check every 0.2 s
 if [ "$waits" -gt 0 ] && [ ! -f exit_code ]; then
@@ -108,26 +112,39 @@ if [ "$waits" -gt 0 ] && [ ! -f exit_code ]; then
 fi
 # liveness first, exit code second: a wrapper that ends in between has written its exit code already
 alive=no
-rb_alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q wrapper.sh; }
+rb_alive() {  # the pid is a process whose command line names wrapper.sh
+  local rb_a
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  while IFS= read -r -d '' rb_a; do case $rb_a in *wrapper.sh*) return 0 ;; esac; done < "/proc/$pid/cmdline" 2>/dev/null
+  return 1
+}
 if rb_alive; then alive=yes
 # a process's command line reads empty while it execs (the launch's own status can see the wrapper then): a job
 # is said to be gone only when a second look, a moment later, finds neither the wrapper nor its exit code
 elif [ ! -f exit_code ] && sleep 0.1 && rb_alive; then alive=yes; fi
+rb_get started started; rb_get ended ended; rb_get exit_code code; rb_get boot_id boot
+rb_get /proc/sys/kernel/random/boot_id now_boot; [ -n "$now_boot" ] || now_boot=none
+printf -v now '%(%s)T' -1
+done_n=0; secs=""
+for f in steps/*-*.done; do case ${f##*/} in *-*[!0-9]*.done|*-.done) ;; *) [ -e "$f" ] && done_n=$((done_n + 1)) ;; esac; done
+for f in steps/*-*.secs; do [ -e "$f" ] || continue; rb_get "$f" v; secs="$secs$v "; done
 echo "alive=$alive"
 echo "exists=yes"
 echo "pid=$pid"
-echo "started=$(cat started 2>/dev/null)"
-echo "ended=$(cat ended 2>/dev/null)"
-echo "exit_code=$(cat exit_code 2>/dev/null)"
-echo "cancelled=$([ -f cancelled ] && echo yes || echo no)"
-now_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo none)
-echo "same_boot=$([ "$(cat boot_id 2>/dev/null)" = "$now_boot" ] && echo yes || echo no)"
-echo "now=$(date +%s)"
+echo "started=$started"
+echo "ended=$ended"
+echo "exit_code=$code"
+cancelled=no; [ ! -f cancelled ] || cancelled=yes
+same_boot=no; [ "$boot" != "$now_boot" ] || same_boot=yes
+echo "cancelled=$cancelled"
+echo "same_boot=$same_boot"
+echo "now=$now"
 echo "log_bytes=$(stat -c %s log 2>/dev/null || echo 0)"
+echo "points_done=$done_n"
+echo "point_secs=$secs"
 # only the log's last MiB is searched for the current step: a log of gigabytes costs no more than a small one
-echo "points_done=$(ls steps 2>/dev/null | grep -c -- '-[0-9]*\.done$' || true)"
-echo "point_secs=$(cat steps/*-*.secs 2>/dev/null | tr '\n' ' ')"
-echo "step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1 | cut -c 20-200)"
+step=$(tail -c 1048576 log 2>/dev/null | grep -a '^### reprobook step' | tail -n 1)
+echo "step=${step:19:181}"
 echo "---tail"
 tail -c 8192 log 2>/dev/null | tail -n "$lines"
 # once the job has ended, a caller's script in the same round trip (`Job.wait`'s ``then``: the outputs' listing), from

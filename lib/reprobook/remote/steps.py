@@ -167,19 +167,24 @@ rb_master() {  # host: while the job's connection to it is being opened (up to 2
   done
   return 0
 }
+rb_done_as() {  # index hash: whether the step finished in an earlier attempt with this hash (bash's own read: no process)
+  local rb_d=""
+  { IFS= read -r rb_d < "$RB_RUN_DIR/steps/$1.done"; } 2>/dev/null || true
+  [ "$rb_d" = "$2" ]
+}
 rb_begin() {  # index total name hash: 0 = run this step, 1 = skip it (done in an earlier attempt)
-  if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
+  if [ "$rb_force" = 0 ] && rb_done_as "$1" "$4"; then
     echo "### reprobook step $1/$2: $3 [skipped: done in an earlier attempt]"
     return 1
   fi
   rb_force=1
   rm -f "$RB_RUN_DIR/steps/$1.done" "$RB_RUN_DIR/steps/$1.secs"
   echo "### reprobook step $1/$2: $3"
-  rb_t0=$(date +%s)
+  printf -v rb_t0 '%(%s)T' -1
   return 0
 }
 rb_end() {  # index hash
-  local secs; secs=$(( $(date +%s) - rb_t0 ))
+  local secs now; printf -v now '%(%s)T' -1; secs=$(( now - rb_t0 ))
   printf '%s\n' "$secs" > "$RB_RUN_DIR/steps/$1.secs"   # a sweep point's time: the progress line's estimate
   printf '%s\n' "$2" > "$RB_RUN_DIR/steps/$1.done"
   echo "### reprobook: step $1 done in $secs s"
@@ -213,7 +218,7 @@ rb_env() {  # name...: each variable as the step reads it
 rb_begin_u() {  # index total name hash stamp: rb_begin, or 1 (skip it) when the step's inputs and products ($rb_u_in,
                 # $rb_u_out) are those its last successful run on this host left (its stamp), unless RB_FRESH=1
   local st=""
-  if [ "$rb_force" = 0 ] && [ "$(cat "$RB_RUN_DIR/steps/$1.done" 2>/dev/null)" = "$4" ]; then
+  if [ "$rb_force" = 0 ] && rb_done_as "$1" "$4"; then
     rb_begin "$@"; return
   fi
   if [ "${RB_FRESH:-0}" != 1 ] && [ -n "$rb_u_in" ] && [ -n "$rb_u_out" ]; then
