@@ -77,13 +77,25 @@ def _paper(tmp_path: Path, origin: Path, commit: str, *, exclude=("big/*.tar.gz"
     return path
 
 
-def _job(tmp_path: Path, paper, params: dict, run_dir: str = "rd") -> subprocess.CompletedProcess:
+def _job(tmp_path: Path, paper, params: dict, run_dir: str = "rd", env: dict | None = None) -> subprocess.CompletedProcess:
     claim = paper.claim("c")
     workdir = tmp_path / "work"
     script = build_script(paper, make_plan(claim, params), HostSpec("h", "h", str(workdir)), str(tmp_path / run_dir))
     (tmp_path / "cmd.sh").write_text(script)
     return subprocess.run(["bash", str(tmp_path / "cmd.sh")], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL, cwd=tmp_path)
+                          stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
+
+
+def _counting_git(tmp_path: Path) -> tuple[dict, Path]:
+    """An environment whose git writes down each call's subcommand (after -C dir) into the file returned."""
+    import os
+    shims, calls = tmp_path / "git-shims", tmp_path / "git-calls"
+    shims.mkdir(exist_ok=True)
+    real = subprocess.run(["bash", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (shims / "git").write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    (shims / "git").chmod(0o755)
+    calls.write_text("")
+    return {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"}, calls
 
 
 @pytest.fixture
@@ -276,9 +288,13 @@ def test_recorded_patches_apply_once_and_one_not_wanted_is_taken_back(tmp_path):
     assert "patch comment.patch: applied" in out.stdout and "patch small.patch: applied" in out.stdout
     assert "= 10\n// small host\n\tconst" in perf.read_text() and "1000000 // accounts" in perf.read_text()
     mtime = perf.stat().st_mtime_ns
-    out = _job(tmp_path, paper, {"small_host": True}, run_dir="rd2")  # the same run's patches again: left alone
+    env, calls = _counting_git(tmp_path)
+    out = _job(tmp_path, paper, {"small_host": True}, run_dir="rd2", env=env)  # the same run's patches: left alone
     assert out.returncode == 0 and "patch small.patch: applied already" in out.stdout
+    assert "patch comment.patch: applied already" in out.stdout
     assert perf.stat().st_mtime_ns == mtime
+    # both found in place by one git apply of the series, last first
+    assert [c for c in calls.read_text().splitlines() if " apply " in c] == ["-C repo apply --reverse --check"]
     out = _job(tmp_path, paper, {}, run_dir="rd3")  # a run without the small-host fix shares the checkout
     assert out.returncode == 0, out.stdout + out.stderr
     assert "patch small.patch: taken back" in out.stdout and "patch comment.patch: applied already" in out.stdout

@@ -613,9 +613,25 @@ def patch_step(patches: Iterable[SourcePatch | RecordedPatch], paper: Mapping[st
                      f"log, and the run's manifest records it.")
     if recorded:
         lines.append(APPLY_FUNCTION)
-        for p in recorded:
-            lines.append(f"rb_apply {shlex.quote(p.within)} {shlex.quote(p.name)} {_wanted_test(p.when)} "
-                         f"<<'{_HEREDOC_END}'\n{p.diff.rstrip(chr(10))}\n{_HEREDOC_END}")
+        # each diff into a variable (bash's own read: no process), and whether this run wants it
+        for i, p in enumerate(recorded):
+            lines.append(f"IFS= read -r -d '' rb_p{i} <<'{_HEREDOC_END}' || true\n{p.diff.rstrip(chr(10))}\n{_HEREDOC_END}")
+        lines.append("rb_w=(" + " ".join(_wanted_test(p.when) for p in recorded) + ")")
+        each = [f"rb_apply {shlex.quote(p.within)} {shlex.quote(p.name)} \"${{rb_w[{i}]}}\" <<< \"$rb_p{i}\""
+                for i, p in enumerate(recorded)]
+        within = {p.within for p in recorded}
+        if len(within) == 1:
+            # a run that wants them all, on a checkout where they are all applied already (the usual case after the
+            # first run): one git apply --reverse --check of the whole series, last first, says so; else one by one
+            series = " ".join(f'"$rb_p{i}"' for i in reversed(range(len(recorded))))
+            lines.append(f'if [[ " ${{rb_w[*]}} " != *" 0 "* ]] && printf %s {series} | '
+                         f'git -C {shlex.quote(within.pop())} apply --reverse --check 2>/dev/null; then')
+            lines += [f"  echo {shlex.quote(f'patch {p.name}: applied already')}" for p in recorded]
+            lines.append("else")
+            lines += ["  " + e for e in each]
+            lines.append("fi")
+        else:
+            lines += each
         what.append(f"apply the recorded source fixes ({', '.join(p.name for p in recorded)})")
         notes.append("Each recorded patch (a diff kept under configs/, shown among the deviations) is applied with "
                      "git apply unless it is applied already; one a run does not want (its 'when' does not match) "
