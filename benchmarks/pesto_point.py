@@ -2,7 +2,9 @@
 
 reprobook: `reprobook.remote.live.perform` of TAPIR on Retwis (``basil-workloads`` at rehearsal scale, one client
 count of two clients, 15 s of loading and 10 s runs) on a loopback cluster of four isolated sshd hosts named as the
-harness names them (control, us-east-1-0, client-0-0, client-0-1): connect and survey the hosts, derive the config,
+harness names them (control, us-east-1-0, client-0-0, client-0-1), each with a home of its own filled from /etc/skel as
+on a freshly installed node (this machine's ~/.bashrc runs pyenv init, 0.11 s of CPU at every SSH session of either
+side): connect and survey the hosts, derive the config,
 launch the job (check out Pequin, apply the recorded patches, ship the keys and libraries, run the harness), poll
 it to the end, fetch and record. By hand: ``ssh control`` and ``python3 run_multiple_experiments.py`` on the very
 config reprobook derived (its ssh and scp given the cluster's ssh configuration, as a ~/.ssh/config would), then
