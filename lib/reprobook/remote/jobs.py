@@ -388,6 +388,8 @@ class Job:
                     left = left_s(st) if left_s is not None and bar.total and not st.done else None
                     if left is not None:
                         bar.total = max(int(st.elapsed_s + left), 1)
+                    elif st.state == "succeeded" and bar.total:
+                        bar.total = max(int(st.elapsed_s), 1)   # done: the bar ends full, at the time it took
                     bar.n = min(st.elapsed_s, bar.total) if bar.total else st.elapsed_s
                     # the host's last log line, as text: an escape sequence in it is shown, never obeyed
                     bar.set_postfix_str(printable(progress_words(st) + st.last_line[-80:]), refresh=True)
