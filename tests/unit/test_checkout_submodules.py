@@ -16,6 +16,7 @@ import yaml
 from reprobook.core.config import HostSpec, load_paper
 from reprobook.core.plan import make_plan
 from reprobook.remote.steps import build_script
+from tests.support.gitcalls import counting_git
 
 ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always",
        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -101,7 +102,6 @@ def test_a_checkout_already_at_its_commit_is_taken_as_it_is_and_one_short_of_a_s
     """A run on a host whose checkout is at the pinned commit with its submodules at theirs (the previous run's) checks
     that and records it, running neither git checkout nor submodule update; a submodule taken away since is brought
     back by the full checkout, and every run's checkout.txt says the same."""
-    import os
     _repo(tmp_path / "used", {"used.txt": "used\n"})
     top = tmp_path / "top"
     _repo(top, {"main.txt": "main\n"})
@@ -114,19 +114,14 @@ def test_a_checkout_already_at_its_commit_is_taken_as_it_is_and_one_short_of_a_s
     assert len(recorded.splitlines()) == 2 and "lib/used" in recorded
 
     # git, as the job calls it, writes down each of its subcommands
-    shims, calls = tmp_path / "shims", tmp_path / "git-calls"
-    shims.mkdir()
-    real = subprocess.run(["bash", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    (shims / "git").write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {real} "$@"\n')
-    (shims / "git").chmod(0o755)
-    path = f"{shims}:{os.environ['PATH']}"
+    env, calls = counting_git(tmp_path)
 
     def job(run_dir):
         calls.write_text("")
         script = build_script(paper, make_plan(paper.claim("c"), {}), HostSpec("h", "h", str(tmp_path / "work")),
                               str(tmp_path / run_dir))
         out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                             stdin=subprocess.DEVNULL, env={**os.environ, **ENV, "PATH": path})
+                             stdin=subprocess.DEVNULL, env={**env, **ENV})
         assert out.returncode == 0, out.stdout + out.stderr
         assert "./lib/used/used.txt" in out.stdout
         assert (tmp_path / run_dir / "checkout.txt").read_text() == recorded

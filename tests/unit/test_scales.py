@@ -21,6 +21,7 @@ from reprobook.core.config import HostSpec, load_paper, load_project
 from reprobook.errors import ConfigError
 from reprobook.core.scales import TOOLCHAIN_MARKER, manifest_fields, toolchains_from_log
 from reprobook.remote.steps import build_script
+from tests.support.gitcalls import counting_git
 from reprobook.core.plan import resolve
 
 PAPER_SRC = "package x\n\nconst startingAddrs = 1000000\n// const startingAddrs = 10\n\tconst txnsPerBlock = 10000\r\n"
@@ -84,18 +85,6 @@ def _job(tmp_path: Path, paper, params: dict, run_dir: str = "rd", env: dict | N
     (tmp_path / "cmd.sh").write_text(script)
     return subprocess.run(["bash", str(tmp_path / "cmd.sh")], capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
-
-
-def _counting_git(tmp_path: Path) -> tuple[dict, Path]:
-    """An environment whose git writes down each call's subcommand (after -C dir) into the file returned."""
-    import os
-    shims, calls = tmp_path / "git-shims", tmp_path / "git-calls"
-    shims.mkdir(exist_ok=True)
-    real = subprocess.run(["bash", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    (shims / "git").write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {real} "$@"\n')
-    (shims / "git").chmod(0o755)
-    calls.write_text("")
-    return {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"}, calls
 
 
 @pytest.fixture
@@ -288,7 +277,7 @@ def test_recorded_patches_apply_once_and_one_not_wanted_is_taken_back(tmp_path):
     assert "patch comment.patch: applied" in out.stdout and "patch small.patch: applied" in out.stdout
     assert "= 10\n// small host\n\tconst" in perf.read_text() and "1000000 // accounts" in perf.read_text()
     mtime = perf.stat().st_mtime_ns
-    env, calls = _counting_git(tmp_path)
+    env, calls = counting_git(tmp_path)
     out = _job(tmp_path, paper, {"small_host": True}, run_dir="rd2", env=env)  # the same run's patches: left alone
     assert out.returncode == 0 and "patch small.patch: applied already" in out.stdout
     assert "patch comment.patch: applied already" in out.stdout
