@@ -102,6 +102,7 @@ def test_a_checkout_already_at_its_commit_is_taken_as_it_is_and_one_short_of_a_s
     """A run on a host whose checkout is at the pinned commit with its submodules at theirs (the previous run's) checks
     that and records it, running neither git checkout nor submodule update; a submodule taken away since is brought
     back by the full checkout, and every run's checkout.txt says the same."""
+    import os
     _repo(tmp_path / "used", {"used.txt": "used\n"})
     top = tmp_path / "top"
     _repo(top, {"main.txt": "main\n"})
